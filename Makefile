@@ -1,0 +1,28 @@
+# lipspark — two entry points: `make demo` (the main job) and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench check-java clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+check-java:
+	@$(PY) scripts/check_java.py
+
+test: check-java $(STAMP)
+	$(BIN)/python -m pytest -q
+
+demo: check-java $(STAMP)
+	$(BIN)/python -m lipspark.demo
+
+bench: check-java $(STAMP)
+	$(BIN)/python benchmarks/micro.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis spark-warehouse

@@ -1,0 +1,69 @@
+"""One exception hierarchy for lipspark.
+
+Every message says what was expected, what was found and how to fix it.
+
+>>> from lipspark.errors import UnsupportedOperation, LipsparkError
+>>> issubclass(UnsupportedOperation, LipsparkError)
+True
+"""
+from __future__ import annotations
+
+__all__ = [
+    "LipsparkError",
+    "UnsupportedOperation",
+    "AnnotationError",
+    "WorkflowError",
+    "SchemaError",
+    "StoreError",
+    "QueryError",
+    "QuerySyntaxError",
+    "SemiringError",
+]
+
+
+class LipsparkError(Exception):
+    """Base class of every error lipspark raises on purpose."""
+
+
+class UnsupportedOperation(LipsparkError):
+    """The provenance rewrite has no rule for an operation.
+
+    Raised instead of producing provenance that could be wrong. The message names the
+    operation and what to use instead (often :func:`lipspark.black_box`, which keeps coarse
+    provenance for code the rewrite cannot see into).
+    """
+
+    def __init__(self, operation: str, alternative: str) -> None:
+        self.operation = operation
+        self.alternative = alternative
+        super().__init__(
+            f"lipspark cannot track provenance through {operation}. Instead: {alternative}"
+        )
+
+
+class AnnotationError(LipsparkError):
+    """An annotated frame was used inconsistently (mixed with plain data, foreign tracker, ...)."""
+
+
+class SemiringError(LipsparkError):
+    """A semiring or provenance expression was used outside its definition."""
+
+
+class WorkflowError(LipsparkError):
+    """A workflow definition is invalid (cycle, unknown module or relation, missing input)."""
+
+
+class SchemaError(WorkflowError):
+    """A relation's columns do not match the schema a module declares."""
+
+
+class StoreError(LipsparkError):
+    """A provenance store is missing, corrupt or of an incompatible version."""
+
+
+class QueryError(LipsparkError):
+    """A provenance query is semantically invalid (unknown module, nothing matches, ambiguous)."""
+
+
+class QuerySyntaxError(QueryError):
+    """A provenance query does not parse; the message shows line, column and a caret."""

@@ -1,0 +1,79 @@
+"""Semiring provenance: N[X] expressions with δ, black boxes and ⊗, and their evaluation.
+
+>>> from lipspark.semiring import Token, delta, evaluate, COUNTING, equivalent
+>>> c2, c3, b1 = Token("Cars:C2"), Token("Cars:C3"), Token("Req:B1")
+>>> e = delta(c2 * b1 + c3 * b1)
+>>> print(e)
+δ(Cars:C2·Req:B1 + Cars:C3·Req:B1)
+>>> evaluate(e, COUNTING, {"Cars:C2": 0, "Cars:C3": 0}, default=1)
+0
+>>> equivalent(e, delta(b1 * (c3 + c2)))
+True
+"""
+from __future__ import annotations
+
+from lipspark.semiring.evaluate import evaluate
+from lipspark.semiring.expr import (
+    ONE,
+    ZERO,
+    AggValue,
+    BlackBox,
+    Delta,
+    Expr,
+    Product,
+    Sum,
+    Token,
+    black_box,
+    delta,
+    equivalent,
+    normal_form,
+    plus,
+    times,
+    to_sympy,
+    tokens,
+)
+from lipspark.semiring.semirings import (
+    BOOLEAN,
+    COUNTING,
+    LINEAGE,
+    SECURITY,
+    TROPICAL,
+    WHY,
+    Clearance,
+    Semiring,
+    get_semiring,
+    register_semiring,
+    semiring_names,
+)
+
+__all__ = [
+    "Expr",
+    "Token",
+    "ZERO",
+    "ONE",
+    "Sum",
+    "Product",
+    "Delta",
+    "BlackBox",
+    "AggValue",
+    "plus",
+    "times",
+    "delta",
+    "black_box",
+    "to_sympy",
+    "normal_form",
+    "equivalent",
+    "tokens",
+    "Semiring",
+    "BOOLEAN",
+    "COUNTING",
+    "TROPICAL",
+    "WHY",
+    "LINEAGE",
+    "SECURITY",
+    "Clearance",
+    "get_semiring",
+    "register_semiring",
+    "semiring_names",
+    "evaluate",
+]

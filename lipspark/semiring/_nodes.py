@@ -1,0 +1,400 @@
+"""Expression node classes and smart constructors (re-exported by :mod:`lipspark.semiring.expr`).
+
+>>> from lipspark.semiring._nodes import Token, plus
+>>> print(plus(Token("a"), Token("b")))
+a + b
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lipspark.errors import SemiringError
+from lipspark.semiring._traverse import fold_many
+
+__all__ = [
+    "AGG_OPS",
+    "canonical_op",
+    "Expr",
+    "Token",
+    "ZERO",
+    "ONE",
+    "Sum",
+    "Product",
+    "Delta",
+    "BlackBox",
+    "plus",
+    "times",
+    "delta",
+    "black_box",
+]
+
+#: The aggregate operators an :class:`AggValue` may carry.
+AGG_OPS: tuple[str, ...] = ("Count", "Sum", "Min", "Max", "Avg")
+_OPS_LOWER = {op.lower(): op for op in AGG_OPS}
+
+
+def canonical_op(op: object) -> str:
+    """Return the canonical spelling of an aggregate operator (case-insensitive).
+
+    >>> canonical_op("count")
+    'Count'
+    """
+    if isinstance(op, str) and op.lower() in _OPS_LOWER:
+        return _OPS_LOWER[op.lower()]
+    raise SemiringError(
+        f"expected an aggregate operator, one of {', '.join(AGG_OPS)}; found {op!r}. "
+        f"Fix: use one of those names (e.g. 'Sum')."
+    )
+
+
+class Expr:
+    """Base class of provenance expressions; ``+`` and ``*`` build sums and products.
+
+    >>> from lipspark.semiring.expr import Token
+    >>> print(Token("a") * (Token("b") + Token("c")))
+    a·(b + c)
+    """
+
+    __slots__ = ()
+
+    def _children(self) -> tuple[Expr, ...]:
+        return ()
+
+    def _payload(self) -> object:
+        return None
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined,no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Expr):
+            return NotImplemented
+        return _struct_eq(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __add__(self, other: object) -> Expr:
+        return plus(self, _coerce(other))
+
+    def __radd__(self, other: object) -> Expr:
+        return plus(_coerce(other), self)
+
+    def __mul__(self, other: object) -> Expr:
+        return times(self, _coerce(other))
+
+    def __rmul__(self, other: object) -> Expr:
+        return times(_coerce(other), self)
+
+    def __str__(self) -> str:
+        return fold_many([self], _str_node)[0]
+
+    def _init_hash(self) -> None:
+        kids = tuple(hash(c) for c in self._children())
+        object.__setattr__(self, "_hash", hash((type(self).__name__, self._payload(), kids)))
+
+
+def _struct_eq(a: Expr, b: Expr) -> bool:
+    """Iterative structural equality with cached hashes and a visited-pairs memo."""
+    stack = [(a, b)]
+    seen: set[tuple[int, int]] = set()
+    while stack:
+        x, y = stack.pop()
+        if x is y or (id(x), id(y)) in seen:
+            continue
+        if type(x) is not type(y) or hash(x) != hash(y) or x._payload() != y._payload():
+            return False
+        xs, ys = x._children(), y._children()
+        if len(xs) != len(ys):
+            return False
+        seen.add((id(x), id(y)))
+        stack.extend(zip(xs, ys))
+    return True
+
+
+def _check_exprs(items: object, what: str) -> tuple[Expr, ...]:
+    if not isinstance(items, (tuple, list)):
+        raise SemiringError(
+            f"expected {what} to be a tuple of Expr; found {type(items).__name__} {items!r}. "
+            f"Fix: pass a tuple, e.g. Sum((Token('a'), Token('b')))."
+        )
+    for item in items:
+        if not isinstance(item, Expr):
+            raise SemiringError(
+                f"expected every element of {what} to be an Expr; found "
+                f"{type(item).__name__} {item!r}. Fix: wrap base tuples as Token('name')."
+            )
+    return tuple(items)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Token(Expr):
+    """A base tuple's provenance token, e.g. ``Token("Cars:C2")``.
+
+    >>> Token("Cars:C2") == Token("Cars:C2")
+    True
+    """
+
+    name: str
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise SemiringError(
+                f"expected a non-empty string token name; found {self.name!r}. "
+                f"Fix: name tokens like 'Relation:Id', e.g. Token('Cars:C2')."
+            )
+        self._init_hash()
+
+    def _payload(self) -> object:
+        return self.name
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Token, (self.name,))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Zero(Expr):
+    """The semiring zero (absent); use the singleton :data:`ZERO`.
+
+    >>> str(ZERO), isinstance(ZERO, _Zero), ZERO + ZERO is ZERO
+    ('0', True, True)
+    """
+
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._init_hash()
+
+    def __repr__(self) -> str:
+        return "ZERO"
+
+    def __reduce__(self) -> str:
+        return "ZERO"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _One(Expr):
+    """The semiring one (present, no dependency); use the singleton :data:`ONE`.
+
+    >>> str(ONE), isinstance(ONE, _One), ONE * ONE is ONE
+    ('1', True, True)
+    """
+
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._init_hash()
+
+    def __repr__(self) -> str:
+        return "ONE"
+
+    def __reduce__(self) -> str:
+        return "ONE"
+
+
+ZERO: Expr = _Zero()
+ONE: Expr = _One()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Sum(Expr):
+    """An n-ary sum (alternative derivations); prefer :func:`plus`.
+
+    >>> print(Sum((Token("a"), Token("b"))))
+    a + b
+    """
+
+    terms: tuple[Expr, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "terms", _check_exprs(self.terms, "Sum.terms"))
+        self._init_hash()
+
+    def _children(self) -> tuple[Expr, ...]:
+        return self.terms
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Sum, (self.terms,))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Product(Expr):
+    """An n-ary product (joint derivation); prefer :func:`times`.
+
+    >>> print(Product((Token("a"), Token("b"))))
+    a·b
+    """
+
+    factors: tuple[Expr, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "factors", _check_exprs(self.factors, "Product.factors"))
+        self._init_hash()
+
+    def _children(self) -> tuple[Expr, ...]:
+        return self.factors
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Product, (self.factors,))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Delta(Expr):
+    """Duplicate elimination ``δ(arg)``; prefer :func:`delta`.
+
+    >>> print(Delta(Token("a")))
+    δ(a)
+    """
+
+    arg: Expr
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_exprs((self.arg,), "Delta.arg")
+        self._init_hash()
+
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.arg,)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Delta, (self.arg,))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class BlackBox(Expr):
+    """The p-node of a black-box function; its result derives from all ``args``.
+
+    >>> print(BlackBox("calcBid", (Token("a"), Token("b"))))
+    calcBid(a, b)
+    """
+
+    name: str
+    args: tuple[Expr, ...]
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise SemiringError(
+                f"expected a non-empty string black-box name; found {self.name!r}. "
+                f"Fix: name the function, e.g. black_box('calcBid', t1, t2)."
+            )
+        object.__setattr__(self, "args", _check_exprs(self.args, "BlackBox.args"))
+        self._init_hash()
+
+    def _children(self) -> tuple[Expr, ...]:
+        return self.args
+
+    def _payload(self) -> object:
+        return self.name
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (BlackBox, (self.name, self.args))
+
+
+def _coerce(x: object) -> Expr:
+    if isinstance(x, Expr):
+        return x
+    if type(x) is int and x in (0, 1):
+        return ZERO if x == 0 else ONE
+    raise SemiringError(
+        f"expected an Expr (or the integers 0/1); found {type(x).__name__} {x!r}. "
+        f"Fix: wrap base tuples as Token('name') and use ZERO/ONE for constants."
+    )
+
+
+def _flatten(es: tuple[object, ...], kind: type[Expr]) -> list[Expr]:
+    out: list[Expr] = []
+    stack = [_coerce(e) for e in reversed(es)]
+    while stack:
+        e = stack.pop()
+        if type(e) is kind:
+            stack.extend(reversed(e._children()))
+        else:
+            out.append(e)
+    return out
+
+
+def plus(*es: Expr) -> Expr:
+    """Sum of expressions: flattens nested sums, drops ZERO, no other simplification.
+
+    >>> a, b = Token("a"), Token("b")
+    >>> print(plus(a, ZERO, plus(b, a)))
+    a + b + a
+    >>> plus() is ZERO, plus(a) is a
+    (True, True)
+    """
+    terms = [e for e in _flatten(es, Sum) if not isinstance(e, _Zero)]
+    if not terms:
+        return ZERO
+    if len(terms) == 1:
+        return terms[0]
+    return Sum(tuple(terms))
+
+
+def times(*es: Expr) -> Expr:
+    """Product of expressions: flattens, drops ONE, is ZERO if any factor is ZERO.
+
+    >>> a, b = Token("a"), Token("b")
+    >>> print(times(a, ONE, times(b, a)))
+    a·b·a
+    >>> times(a, ZERO) is ZERO, times() is ONE
+    (True, True)
+    """
+    factors = _flatten(es, Product)
+    if any(isinstance(f, _Zero) for f in factors):
+        return ZERO
+    factors = [f for f in factors if not isinstance(f, _One)]
+    if not factors:
+        return ONE
+    if len(factors) == 1:
+        return factors[0]
+    return Product(tuple(factors))
+
+
+def delta(e: Expr) -> Expr:
+    """``δ(e)``, with δ(ZERO) = ZERO and δ(ONE) = ONE (no idempotence rewrite).
+
+    >>> str(delta(delta(Token("a")))), delta(ONE) is ONE, delta(ZERO) is ZERO
+    ('δ(δ(a))', True, True)
+    """
+    e = _coerce(e)
+    if isinstance(e, (_Zero, _One)):
+        return e
+    return Delta(e)
+
+
+def black_box(name: str, *es: Expr) -> Expr:
+    """The p-node of black-box function ``name`` applied to ``es`` (kept as is).
+
+    >>> print(black_box("calcBid", Token("a"), Token("b")))
+    calcBid(a, b)
+    """
+    return BlackBox(name, tuple(_coerce(e) for e in es))
+
+
+def _paren(s: str, node: Expr, wrap: tuple[type[Expr], ...]) -> str:
+    return f"({s})" if isinstance(node, wrap) else s
+
+
+def _str_node(node: Expr, kids: list[str]) -> str:
+    if isinstance(node, Token):
+        return node.name
+    if isinstance(node, _Zero):
+        return "0"
+    if isinstance(node, _One):
+        return "1"
+    if isinstance(node, Sum):
+        return " + ".join(kids) if kids else "0"
+    if isinstance(node, Product):
+        parts = [_paren(s, c, (Sum,)) for s, c in zip(kids, node.factors)]
+        return "·".join(parts) if parts else "1"
+    if isinstance(node, Delta):
+        return f"δ({kids[0]})"
+    assert isinstance(node, BlackBox)
+    return f"{node.name}({', '.join(kids)})"
