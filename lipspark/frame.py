@@ -33,7 +33,7 @@ from pyspark.sql import types as T
 from lipspark.blackbox import registered_black_box
 from lipspark.columns import bag_col, factor, is_hidden, value_col
 from lipspark.errors import AnnotationError, UnsupportedOperation
-from lipspark.graph.builder import SEGMENT_SHIFT, node_hash
+from lipspark.graph.builder import SEGMENT_SHIFT, aggregate_node_id, node_hash
 from lipspark.plan import read_aggregate, read_projection
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -106,13 +106,14 @@ class AnnotatedFrame:
         self._k = k
         self._values = tuple(sorted(values))
         self._bags = tuple(sorted(bags))
-        visible = [c for c in df.columns if not is_hidden(c)]
-        hidden = [factor(i) for i in range(k)] + [value_col(c) for c in self._values] + [bag_col(c) for c in self._bags]
+        hidden = self._hidden()
         missing = [h for h in hidden if h not in df.columns]
-        if missing:
-            raise AnnotationError(f"internal: hidden columns {missing} missing from {df.columns}")
-        self._visible = visible
-        self._df = df.select(*visible, *hidden) if df.columns != visible + hidden else df
+        extra = [c for c in df.columns if is_hidden(c) and c not in hidden]
+        if missing or extra:
+            raise AnnotationError(f"internal: hidden columns {missing} missing or {extra} unexpected in {df.columns}")
+        # visible columns keep their positions (names may repeat after a join on a condition)
+        self._visible = [c for c in df.columns if not is_hidden(c)]
+        self._df = df
 
     # ------------------------------------------------------------------ basics
     @property
@@ -134,7 +135,7 @@ class AnnotatedFrame:
 
     def to_plain(self) -> DataFrame:
         """The data without annotations: what plain PySpark computes."""
-        return self._df.select(*self._visible)
+        return self._df.drop(*self._hidden())
 
     def with_annotations(self) -> DataFrame:
         """The underlying DataFrame, hidden annotation columns included."""
@@ -182,16 +183,20 @@ class AnnotatedFrame:
 
     def collect_annotated(self) -> list[AnnotatedRow]:
         """Rows with their annotations (references into the graph, not expanded polynomials)."""
-        n = len(self._visible)
+        from pyspark.sql import Row
+
+        cols = self._df.columns
+        data_pos = [i for i, c in enumerate(cols) if not is_hidden(c)]
+        fpos = [cols.index(factor(i)) for i in range(self._k)]
+        vpos = {c: cols.index(value_col(c)) for c in self._values}
+        bpos = {c: cols.index(bag_col(c)) for c in self._bags}
+        make = Row(*self._visible)
         out = []
         for r in self._df.collect():
-            vals = list(r)
-            data = r.__class__(*self._visible)(*vals[:n]) if n else r.__class__()()
-            fs = tuple(int(x) for x in vals[n : n + self._k] if x)
-            off = n + self._k
-            values = {c: int(vals[off + i]) for i, c in enumerate(self._values) if vals[off + i] is not None}
-            off += len(self._values)
-            bags = {c: tuple(int(m["m"]) for m in (vals[off + i] or []) if m["m"]) for i, c in enumerate(self._bags)}
+            data = make(*[r[i] for i in data_pos])
+            fs = tuple(int(r[i]) for i in fpos if r[i])
+            values = {c: int(r[i]) for c, i in vpos.items() if r[i] is not None}
+            bags = {c: tuple(int(m["m"]) for m in (r[i] or []) if m["m"]) for c, i in bpos.items()}
             out.append(AnnotatedRow(data, Annotation(fs, values, bags)))
         return out
 
@@ -540,10 +545,9 @@ class AnnotatedFrame:
         k = max(f._k for f in frames)
         members = []
         for f in frames:
-            pad = [F.lit(0).cast("long").alias(factor(i)) for i in range(f._k, k)]
-            members.append(
-                f._df.select(F.lit(node).alias("g"), f._member_id(seg).alias("m"), *f._factor_cols(), *pad)
-            )
+            pad = [F.lit(0).cast("long").alias(factor(i)) for i in range(f._k, k)] if k > 1 else []
+            fcols = f._factor_cols() if k > 1 else []
+            members.append(f._df.select(F.lit(node).alias("g"), f._member_id(seg).alias("m"), *fcols, *pad))
         tracker.builder.add(seg, "group", {"label": label, "k": k, "aggregates": []}, members=reduce(DataFrame.union, members))
         return AnnotatedFrame(tracker, result.withColumn(factor(0), F.lit(node)), 1)
 
@@ -635,13 +639,21 @@ class AnnotatedGroupedData:
         key_names = plain.columns[: len(keys)]
         key_types = [plain.schema[i].dataType for i in range(len(keys))]
         member = fr._member_id(seg)
-        # members: one row per input row
+        # members: one row per input row, with the distinct non-constant aggregate arguments
         in_keys = [_normalized(k, t) for k, t in zip(keys, key_types)]
-        member_cols = [node_hash(seg, *in_keys).alias("g"), member.alias("m"), *fr._factor_cols()]
-        for n, (j, label, it) in enumerate(aggs):
-            arg = F.expr(it.argument)
-            val = F.when(arg.isNotNull(), F.lit(1)) if label == "Count" else arg
-            member_cols.append(val.alias(f"v{n}"))
+        member_cols = [node_hash(seg, *in_keys).alias("g"), member.alias("m")]
+        if fr._k > 1:
+            member_cols += fr._factor_cols()
+        arguments: list[str] = []
+        agg_meta = []
+        for j, label, it in aggs:
+            arg_index = None
+            if not it.literal:
+                if it.argument not in arguments:
+                    arguments.append(it.argument)
+                    member_cols.append(F.expr(it.argument).alias(f"x{len(arguments) - 1}"))
+                arg_index = arguments.index(it.argument)
+            agg_meta.append({"op": label, "arg": arg_index, "column": it.name})
         members = fr._df.select(*member_cols)
         # output: exactly the plain aggregation (collect_list rebuilt to keep member provenance)
         if bags:
@@ -662,18 +674,11 @@ class AnnotatedGroupedData:
         else:
             out = plain
         out_keys = [_normalized(F.col(n), t) for n, t in zip(key_names, key_types)]
-        g = node_hash(seg, *out_keys)
-        out = out.withColumn(factor(0), g)
-        group_cols: list[Column] = [F.col(factor(0)).alias("g")]
+        out = out.withColumn(factor(0), node_hash(seg, *out_keys))
         value_names = []
         for n, (j, label, it) in enumerate(aggs):
-            name = items[j].name
-            out = out.withColumn(value_col(name), F.xxhash64(F.col(factor(0)), F.lit(n)))
-            group_cols += [F.col(value_col(name)).alias(f"a{n}"), F.col(name).alias(f"r{n}")]
-            value_names.append(name)
-        meta = {"label": "δ", "k": fr._k, "aggregates": [label for _, label, _ in aggs], "columns": [items[j].name for j, _, _ in aggs]}
-        tables = {"members": members}
-        if aggs:
-            tables["groups"] = out.select(*group_cols)
-        tracker.builder.add(seg, "group", meta, **tables)
+            out = out.withColumn(value_col(it.name), aggregate_node_id(F.col(factor(0)), n))
+            value_names.append(it.name)
+        meta = {"label": "δ", "k": fr._k, "aggregates": agg_meta}
+        tracker.builder.add(seg, "group", meta, members=members)
         return AnnotatedFrame(tracker, out, 1, values=value_names, bags=[items[j].name for j in bags])

@@ -85,9 +85,10 @@ def cogroup(key: "str | Sequence[str]", **relations: Any) -> Any:
     key_types = [plain_schema[kname].dataType for kname in keys]
     members, member_structs = [], {}
     for name, f in relations.items():
-        pad = [F.lit(0).cast("long").alias(factor(i)) for i in range(f._k, k)]
+        pad = [F.lit(0).cast("long").alias(factor(i)) for i in range(f._k, k)] if k > 1 else []
+        fcols = f._factor_cols() if k > 1 else []
         in_keys = [_normalized(F.col(kn), t) for kn, t in zip(keys, key_types)]
-        members.append(f._df.select(node_hash(seg, *in_keys).alias("g"), f._member_id(seg).alias("m"), *f._factor_cols(), *pad))
+        members.append(f._df.select(node_hash(seg, *in_keys).alias("g"), f._member_id(seg).alias("m"), *fcols, *pad))
         member_structs[name] = F.struct(f._member_id(seg).alias("m"), *[F.col(value_col(v)).alias(v) for v in f._values])
     out = _cogroup_frames(keys, {n: f._df for n, f in relations.items()}, member_structs)
     out = out.withColumn(factor(0), node_hash(seg, *[_normalized(F.col(kn), t) for kn, t in zip(keys, key_types)]))

@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import os
+import re
 from typing import TYPE_CHECKING, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
@@ -17,14 +19,42 @@ from pyspark.sql import functions as F
 from lipspark.columns import factor, is_hidden
 from lipspark.errors import AnnotationError
 from lipspark.frame import AnnotatedFrame
-from lipspark.graph.builder import SEGMENT_SHIFT, GraphBuilder
+from lipspark.graph.builder import BASE_ID, ROW_BITS as _ROW_BITS, SEGMENT_SHIFT, GraphBuilder
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.graph.model import ProvenanceGraph
 
 __all__ = ["Tracker"]
 
-_ROW_BITS = 28  # rows per partition < 2**28; partitions < 2**(SEGMENT_SHIFT - 28)
+
+def _norm_path(path: str) -> str:
+    return re.sub(r"^file:/+", "/", path)
+
+
+def _parquet_source(df: DataFrame) -> list[dict] | None:
+    """The files of ``df`` if it is exactly an unpartitioned Parquet scan, else ``None``."""
+    try:
+        plan = df._jdf.queryExecution().analyzed()
+        if plan.getClass().getSimpleName() != "LogicalRelation":
+            return None
+        rel = plan.relation()
+        if rel.getClass().getSimpleName() != "HadoopFsRelation":
+            return None
+        if "Parquet" not in rel.fileFormat().getClass().getSimpleName() or rel.partitionSchema().size() > 0:
+            return None
+    except Exception:  # not a classic DataFrame (e.g. Spark Connect): copy the tuples instead
+        return None
+    out = []
+    for f in sorted(df.inputFiles()):
+        local = _norm_path(f)
+        if not os.path.exists(local):
+            return None  # a remote file system: copy the tuples instead
+        st = os.stat(local)
+        out.append({"path": f, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
+    if len(out) >= 1 << (SEGMENT_SHIFT - _ROW_BITS):
+        return None
+    return out
+
 
 
 class Tracker:
@@ -48,9 +78,14 @@ class Tracker:
         """Annotate a base relation: every row gets a token p-node.
 
         Tokens read ``Relation:key`` (e.g. ``Cars:C2``) when ``key`` is given, otherwise
-        ``Relation:values`` with ``#n`` for the n-th duplicate. Token ids number the rows in
-        the order of ``df``'s partitions, so ``df`` must have a deterministic order (local
-        data, files; not the unordered result of a shuffle — write such a result first).
+        ``Relation:values`` with ``#n`` for the n-th duplicate.
+
+        When ``df`` is a plain scan of Parquet files, token ids are (file, row-in-file) and the
+        graph refers to those files instead of copying the tuples: the files must not change
+        afterwards (a changed file is reported when the graph is read). Otherwise the tuples are
+        copied into the graph and ids number the rows in the order of ``df``'s partitions, so
+        ``df`` must have a deterministic order (local data, files; not the unordered result of
+        a shuffle — write such a result first).
         """
         if not relation or not relation.replace("_", "").isalnum():
             raise AnnotationError(f"relation name must be alphanumeric (underscores allowed), got {relation!r}")
@@ -62,17 +97,27 @@ class Tracker:
         if missing:
             raise AnnotationError(f"relation {relation!r}: key columns {missing} not among its columns {df.columns}")
         seg = self.builder.allocate()
-        mid = F.monotonically_increasing_id()
-        ordinal = F.shiftleft(F.shiftright(mid, 33), _ROW_BITS).bitwiseOR(mid.bitwiseAND((1 << 33) - 1))
-        token = F.lit(seg << SEGMENT_SHIFT).bitwiseOR(ordinal)
-        annotated = df.withColumn(factor(0), token)
-        stored = key or list(df.columns)
-        self.builder.add(
-            seg,
-            "base",
-            {"relation": relation, "key": key, "columns": stored},
-            tuples=annotated.select(F.col(factor(0)).alias("id"), *stored),
-        )
+        files = _parquet_source(df)
+        if files is not None:
+            # Token ids from (file ordinal, row index in file): deterministic whatever Spark's
+            # partitioning, and the tuples need not be copied: the graph refers to the files.
+            ordinals = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(_norm_path(f["path"])), F.lit(i))])
+            fpath = F.regexp_replace(F.col("_metadata.file_path"), "^file:/+", "/")
+            ordinal = F.shiftleft(F.element_at(ordinals, fpath).cast("long"), _ROW_BITS).bitwiseOR(F.col("_metadata.row_index"))
+            annotated = df.withColumn(factor(0), F.lit(seg << SEGMENT_SHIFT).bitwiseOR(ordinal))
+            meta = {"relation": relation, "key": key, "columns": key or list(df.columns), "files": files}
+            self.builder.add(seg, "base", meta)
+        else:
+            mid = F.monotonically_increasing_id()
+            ordinal = F.shiftleft(F.shiftright(mid, 33), _ROW_BITS).bitwiseOR(mid.bitwiseAND((1 << 33) - 1))
+            annotated = df.withColumn(factor(0), F.lit(seg << SEGMENT_SHIFT).bitwiseOR(ordinal))
+            stored = key or list(df.columns)
+            self.builder.add(
+                seg,
+                "base",
+                {"relation": relation, "key": key, "columns": stored},
+                tuples=annotated.select(F.col(factor(0)).alias(BASE_ID), *stored),
+            )
         self._relations.add(relation)
         return AnnotatedFrame(self, annotated, 1)
 

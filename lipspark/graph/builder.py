@@ -9,11 +9,11 @@ a row per node):
     one row per base tuple: its token id and its key (or all) values. Token p-nodes.
 ``group``
     one row per *member* of a group-by, distinct, cogroup or relation-level black box: the group
-    node id ``g`` (δ, or the black box's name), the member's p-node id ``m`` and its factors
-    ``f0..fK-1`` (``m`` is a · node of the factors when more than one is non-zero, else the factor
-    itself), and the member's aggregated values ``v0..vA-1``. A second table ``groups`` gives, per
-    group, the ids and results of its aggregate v-nodes. The ⊗ v-nodes and the value v-nodes of
-    each member are implied and get their ids when the graph is expanded.
+    node id ``g`` (δ, or the black box's name), the member's p-node id ``m``, its factors
+    ``f0..fK-1`` when it has several (then ``m`` is a · node over the non-zero ones), and the
+    distinct arguments ``x0..`` of the aggregates. Everything else is implied: the id of the j-th
+    aggregate v-node is ``g XOR aggregate_salt(j)``, its value is recomputed from the members,
+    and the ⊗ v-nodes and value v-nodes get their ids when the graph is expanded.
 ``rownode``
     one row per node created row by row (a black box called in a projection): its id, the ids of
     its children and its value.
@@ -35,10 +35,14 @@ from pyspark.sql import functions as F
 
 from lipspark.errors import AnnotationError
 
-__all__ = ["Segment", "GraphBuilder", "SEGMENT_SHIFT", "FORMAT_VERSION"]
+__all__ = ["Segment", "GraphBuilder", "SEGMENT_SHIFT", "FORMAT_VERSION", "BASE_ID", "ROW_BITS", "node_hash", "aggregate_salt", "aggregate_node_id"]
 
 #: Node ids of base tokens and implied nodes are ``segment << SEGMENT_SHIFT | ordinal``.
 SEGMENT_SHIFT = 40
+#: Base token ids are ``segment << SEGMENT_SHIFT | part << ROW_BITS | row``.
+ROW_BITS = 28
+#: Column holding the token id in a base segment's table (never clashes with user columns).
+BASE_ID = "__lp_id"
 #: Version of the on-disk layout written by :meth:`GraphBuilder.write`.
 FORMAT_VERSION = 1
 
@@ -116,6 +120,24 @@ class GraphBuilder:
 
 def _header(s: Segment) -> dict[str, Any]:
     return {"seg": s.seg, "kind": s.kind, "meta": s.meta}
+
+
+def aggregate_salt(j: int) -> int:
+    """The constant XORed into a δ node's id to get the id of its j-th aggregate v-node.
+
+    >>> aggregate_salt(0) != aggregate_salt(1)
+    True
+    """
+    z = (0x9E3779B97F4A7C15 * (j + 1)) & 0xFFFFFFFFFFFFFFFF  # splitmix64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    z ^= z >> 31
+    return z - (1 << 64) if z >= 1 << 63 else z
+
+
+def aggregate_node_id(group_id: Column, j: int) -> Column:
+    """Id of the j-th aggregate v-node of the group whose δ node is ``group_id``."""
+    return group_id.bitwiseXOR(F.lit(aggregate_salt(j)))
 
 
 def node_hash(seg: int, *cols: Column) -> Column:

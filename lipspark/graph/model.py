@@ -124,6 +124,8 @@ class ProvenanceGraph:
         if kind == "p":
             if not kids:
                 return Token(label)
+            if label in ("·", "+", "δ"):
+                exprs = sorted(exprs, key=str)  # canonical display; · and + commute
             if label == "·":
                 return times(*exprs)
             if label == "+":

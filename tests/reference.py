@@ -1,0 +1,343 @@
+"""An independent reference evaluator of K-relations over N[X] with δ and ⊗.
+
+Pure Python + sympy; shares no code with lipspark (do not import lipspark here). It follows the
+semantics of Green, Karvounarakis and Tannen (PODS 2007) for the positive operators and of
+Amsterdamer, Deutch and Tannen (PODS 2011) / Lipstick (VLDB 2012, §2.3) for δ and aggregation,
+under *bag* semantics as PySpark evaluates queries:
+
+* a K-relation is a list of rows ``(tuple-as-dict, annotation)``; a duplicate is a separate row and
+  the annotation of a distinct tuple is the *sum* of the annotations of its rows;
+* base relations annotate each row with the token ``Symbol(f"{name}:{key}")``;
+* select / filter keep every row's annotation; union concatenates;
+* join annotates each output row with the product of its two input rows' annotations;
+* distinct gives each distinct tuple ``δ(Σ rows)``; group-by gives each group ``δ(Σ members)``;
+* an aggregate column of a group is the formal sum ``Σ member ⊗ value`` over the members whose
+  argument is not null (``value`` is 1 for count), kept as a list of ``(polynomial, value)``
+  pairs in :class:`AggVal`; the plain aggregate value is computed too (SQL semantics).
+
+Polynomials are sympy expressions: tokens are ``sympy.Symbol`` s, δ is ``sympy.Function("δ")``.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Callable, Iterable, Sequence
+
+import sympy
+
+__all__ = [
+    "DELTA",
+    "AggVal",
+    "KRow",
+    "KRelation",
+    "token",
+    "base",
+    "select",
+    "project",
+    "filter_rows",
+    "join",
+    "cross_join",
+    "union",
+    "distinct",
+    "group_by",
+    "agg_normal_form",
+    "poly_normal_form",
+    "norm_value",
+    "tuple_polynomials",
+    "tuple_multiset",
+    "COMPARATORS",
+]
+
+DELTA = sympy.Function("δ")
+
+#: Comparison operators usable in :func:`filter_rows` predicates built by tests.
+COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+#: Aggregate functions: name -> label of the aggregate v-node (Lipstick's operation name).
+AGG_LABELS = {"count": "Count", "sum": "Sum", "min": "Min", "max": "Max", "avg": "Avg"}
+
+
+@dataclass(frozen=True)
+class AggVal:
+    """An aggregate value ``Σ poly ⊗ value`` (op is Count/Sum/Min/Max/Avg) and its plain result."""
+
+    op: str
+    pairs: tuple[tuple[sympy.Expr, Any], ...]
+    result: Any = None
+
+    def normal_form(self) -> tuple[str, frozenset]:
+        return agg_normal_form(self.op, self.pairs)
+
+
+@dataclass
+class KRow:
+    """One row: data, annotation (a sympy polynomial) and the aggregate values of its columns."""
+
+    data: dict[str, Any]
+    ann: sympy.Expr
+    aggs: dict[str, AggVal] = field(default_factory=dict)
+
+    def values(self, columns: Sequence[str]) -> tuple:
+        return tuple(self.data[c] for c in columns)
+
+
+@dataclass
+class KRelation:
+    """A K-relation under bag semantics: ordered columns and a list of annotated rows."""
+
+    columns: list[str]
+    rows: list[KRow]
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def as_pairs(self) -> list[tuple[dict[str, Any], sympy.Expr]]:
+        """The relation as a list of ``(tuple-as-dict, annotation)`` pairs."""
+        return [(dict(r.data), r.ann) for r in self.rows]
+
+
+# ---------------------------------------------------------------------- normal forms
+def norm_value(v: Any, digits: int = 9) -> Any:
+    """A hashable, comparable form of a data value: floats rounded, 1 and 1.0 alike, -0.0 = 0.0."""
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, Fraction):
+        v = float(v)
+    if isinstance(v, float) or type(v).__name__.startswith("float"):
+        f = float(v)
+        if math.isnan(f):
+            return "NaN"
+        r = round(f, digits)
+        if r == 0:
+            r = 0.0
+        if r.is_integer():
+            return int(r)
+        return r
+    if type(v).__name__.startswith("int"):  # numpy ints
+        return int(v)
+    return v
+
+
+def poly_normal_form(p: Any) -> sympy.Expr:
+    """Expanded form (δ arguments expanded too)."""
+    return sympy.expand(sympy.sympify(p))
+
+
+def agg_normal_form(op: str, pairs: Iterable[tuple[Any, Any]]) -> tuple[str, frozenset]:
+    """Canonical ``(op, {(value, poly)})``: group pairs by value, sum, expand, drop zeros."""
+    groups: dict[Any, sympy.Expr] = {}
+    for poly, value in pairs:
+        key = norm_value(value)
+        groups[key] = groups.get(key, sympy.Integer(0)) + sympy.sympify(poly)
+    out = set()
+    for value, poly in groups.items():
+        e = sympy.expand(poly)
+        if e != 0:
+            out.add((value, e))
+    return (op, frozenset(out))
+
+
+def tuple_polynomials(rel: KRelation) -> dict[tuple, sympy.Expr]:
+    """Distinct (normalized) tuple -> expanded sum of the annotations of its rows."""
+    out: dict[tuple, sympy.Expr] = {}
+    for r in rel.rows:
+        k = tuple(norm_value(v) for v in r.values(rel.columns))
+        out[k] = out.get(k, sympy.Integer(0)) + r.ann
+    return {k: sympy.expand(v) for k, v in out.items()}
+
+
+def tuple_multiset(rel: KRelation) -> dict[tuple, int]:
+    """Distinct (normalized) tuple -> number of rows (bag multiplicity)."""
+    out: dict[tuple, int] = {}
+    for r in rel.rows:
+        k = tuple(norm_value(v) for v in r.values(rel.columns))
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
+# ---------------------------------------------------------------------- operators
+def token(name: str, key_values: Sequence[Any]) -> sympy.Symbol:
+    """The token of a base tuple, ``name:k1,k2``."""
+    return sympy.Symbol(f"{name}:{','.join(str(v) for v in key_values)}")
+
+
+def base(name: str, rows: Sequence[dict[str, Any]], key: Sequence[str], columns: Sequence[str] | None = None) -> KRelation:
+    """A base relation whose every row is annotated with its own token."""
+    cols = list(columns) if columns is not None else (list(rows[0].keys()) if rows else list(key))
+    out = [KRow({c: r[c] for c in cols}, token(name, [r[k] for k in key])) for r in rows]
+    return KRelation(cols, out)
+
+
+def select(rel: KRelation, columns: Sequence[str] | dict[str, Callable[[dict], Any] | str]) -> KRelation:
+    """Projection without duplicate elimination (bag): every row keeps its annotation.
+
+    ``columns`` is a list of column names, or a dict ``new name -> old name | fn(row)``. An
+    aggregate value travels with a column that is selected (renamed) unchanged.
+    """
+    spec = {c: c for c in columns} if not isinstance(columns, dict) else dict(columns)
+    rows = []
+    for r in rel.rows:
+        data, aggs = {}, {}
+        for new, src in spec.items():
+            if isinstance(src, str):
+                data[new] = r.data[src]
+                if src in r.aggs:
+                    aggs[new] = r.aggs[src]
+            else:
+                data[new] = src(r.data)
+        rows.append(KRow(data, r.ann, aggs))
+    return KRelation(list(spec), rows)
+
+
+project = select
+
+
+def filter_rows(rel: KRelation, predicate: Callable[[dict[str, Any]], bool]) -> KRelation:
+    """Selection: the rows satisfying ``predicate`` keep their annotations."""
+    return KRelation(list(rel.columns), [KRow(dict(r.data), r.ann, dict(r.aggs)) for r in rel.rows if predicate(r.data)])
+
+
+def compare(column: str, op: str, const: Any) -> Callable[[dict[str, Any]], bool]:
+    """SQL comparison ``column op const``: null compares to nothing (the row is dropped)."""
+    fn = COMPARATORS[op]
+    return lambda d: d[column] is not None and bool(fn(d[column], const))
+
+
+def join(left: KRelation, right: KRelation, on: Sequence[str]) -> KRelation:
+    """Inner equi-join on the listed columns, like ``df.join(other, on=[...])``.
+
+    Output columns: the ``on`` columns once, then left's others, then right's others. Null keys
+    never match. Annotation: left · right. Aggregate values of non-key columns are kept.
+    """
+    on = list(on)
+    lo = [c for c in left.columns if c not in on]
+    ro = [c for c in right.columns if c not in on]
+    clash = set(lo) & set(ro)
+    if clash:
+        raise ValueError(f"join: columns {sorted(clash)} on both sides but not in on={on}")
+    cols = on + lo + ro
+    rows = []
+    for lr in left.rows:
+        lk = [lr.data[c] for c in on]
+        if any(v is None for v in lk):
+            continue
+        for rr in right.rows:
+            if [rr.data[c] for c in on] != lk:
+                continue
+            data = {c: lr.data[c] for c in on}
+            data.update({c: lr.data[c] for c in lo})
+            data.update({c: rr.data[c] for c in ro})
+            aggs = {c: a for c, a in lr.aggs.items() if c in lo}
+            aggs.update({c: a for c, a in rr.aggs.items() if c in ro})
+            rows.append(KRow(data, lr.ann * rr.ann, aggs))
+    return KRelation(cols, rows)
+
+
+def cross_join(left: KRelation, right: KRelation) -> KRelation:
+    """Cartesian product; annotations multiply. Column names must be disjoint."""
+    clash = set(left.columns) & set(right.columns)
+    if clash:
+        raise ValueError(f"cross_join: columns {sorted(clash)} on both sides")
+    rows = [
+        KRow({**lr.data, **rr.data}, lr.ann * rr.ann, {**lr.aggs, **rr.aggs})
+        for lr in left.rows
+        for rr in right.rows
+    ]
+    return KRelation(left.columns + right.columns, rows)
+
+
+def union(left: KRelation, right: KRelation) -> KRelation:
+    """Bag union by position (column names of the left): rows keep their annotations."""
+    if len(left.columns) != len(right.columns):
+        raise ValueError("union: different numbers of columns")
+    mapping = dict(zip(right.columns, left.columns))
+    rows = [KRow(dict(r.data), r.ann, dict(r.aggs)) for r in left.rows]
+    for r in right.rows:
+        rows.append(KRow({mapping[c]: v for c, v in r.data.items()}, r.ann, {mapping[c]: a for c, a in r.aggs.items()}))
+    return KRelation(list(left.columns), rows)
+
+
+def _group_key(values: Iterable[Any]) -> tuple:
+    # SQL groups nulls together and 0.0 with -0.0; keep ints and floats apart only by value
+    return tuple(("null",) if v is None else (0.0 if isinstance(v, float) and v == 0 else v) for v in values)
+
+
+def distinct(rel: KRelation) -> KRelation:
+    """Duplicate elimination: each distinct tuple annotated δ(Σ its rows); aggregate values dropped."""
+    groups: dict[tuple, list[KRow]] = {}
+    for r in rel.rows:
+        groups.setdefault(_group_key(r.values(rel.columns)), []).append(r)
+    rows = [KRow(dict(rs[0].data), DELTA(sympy.Add(*[r.ann for r in rs])), {}) for rs in groups.values()]
+    return KRelation(list(rel.columns), rows)
+
+
+def _plain_aggregate(fn: str, values: list[Any], n_members: int, star: bool) -> Any:
+    if fn == "count":
+        return n_members if star else len(values)
+    if not values:
+        return None
+    if fn == "sum":
+        if any(isinstance(v, float) for v in values):
+            return math.fsum(values)
+        return sum(values)
+    if fn == "min":
+        return min(values)
+    if fn == "max":
+        return max(values)
+    if fn == "avg":
+        return float(sum(Fraction(v) for v in values) / len(values))
+    raise ValueError(f"unknown aggregate {fn!r}")
+
+
+def group_by(
+    rel: KRelation,
+    keys: Sequence[str],
+    aggregates: Sequence[tuple[str, str, str | None]],
+    *,
+    global_on_empty: bool = True,
+) -> KRelation:
+    """Group-by with aggregates.
+
+    ``aggregates`` are ``(alias, fn, column)`` with fn in count/sum/min/max/avg; ``column`` None
+    means ``count(*)``. Each group row is annotated ``δ(Σ members)``; each aggregate column gets an
+    :class:`AggVal` with pairs ``(member annotation, value)`` over members whose argument is not
+    null (value 1 for count) and the plain SQL result. With no keys and an empty input, SQL (and
+    PySpark) return one row (count 0, other aggregates null) annotated ``δ(0)`` when
+    ``global_on_empty``.
+    """
+    keys = list(keys)
+    groups: dict[tuple, list[KRow]] = {}
+    for r in rel.rows:
+        groups.setdefault(_group_key(r.values(keys)), []).append(r)
+    if not keys and not rel.rows and global_on_empty:
+        groups[()] = []
+    rows = []
+    for members in groups.values():
+        data = {k: members[0].data[k] for k in keys} if members else {}
+        aggs = {}
+        for alias, fn, col in aggregates:
+            label = AGG_LABELS[fn]
+            star = col is None
+            present = [m for m in members if star or m.data[col] is not None]
+            vals = [m.data[col] for m in present] if not star else []
+            pairs = tuple((m.ann, 1 if fn == "count" else m.data[col]) for m in present)
+            result = _plain_aggregate(fn, vals, len(members), star)
+            data[alias] = result
+            aggs[alias] = AggVal(label, pairs, result)
+        ann = DELTA(sympy.Add(*[m.ann for m in members])) if members else DELTA(sympy.Integer(0))
+        rows.append(KRow(data, ann, aggs))
+    return KRelation(keys + [a for a, _, _ in aggregates], rows)

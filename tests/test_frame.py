@@ -1,0 +1,179 @@
+"""One test (at least) per rewrite rule: data as plain PySpark, and the nodes the rule adds."""
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from lipspark import UnsupportedOperation
+from lipspark.errors import AnnotationError
+from lipspark.semiring import Token, delta, equivalent, plus
+from tests.util import assert_fidelity, run_both
+
+R = ([(1, "a", 10), (2, "a", 20), (3, "b", 30), (4, "b", None), (5, "c", 50)], "id int, k string, v int", ["id"])
+S = ([(10, "a", "x"), (11, "b", "y"), (12, "b", "z"), (13, "d", "w")], "sid int, k string, w string", ["sid"])
+D = ([("a", 1), ("a", 1), ("b", 2)], "k string, n int", None)
+
+
+def polys(t, frame):
+    g = t.graph()
+    out = {}
+    for r in frame.collect_annotated():
+        out.setdefault(tuple(r.row), []).append(g.polynomial(r.annotation))
+    return g, out
+
+
+def check(spark, fn, **rels):
+    plain, ann, t = run_both(spark, fn, rels)
+    assert_fidelity(plain, ann)
+    return t, ann
+
+
+def test_select_and_with_column_keep_annotations(spark):
+    t, ann = check(spark, lambda R: R.select("k", (F.col("v") * 2).alias("v2")).withColumn("one", F.lit(1)), R=R)
+    g, p = polys(t, ann)
+    assert {k: [str(x) for x in v] for k, v in p.items()} == {
+        ("a", 20, 1): ["R:1"], ("a", 40, 1): ["R:2"], ("b", 60, 1): ["R:3"], ("b", None, 1): ["R:4"], ("c", 100, 1): ["R:5"],
+    }
+    assert g.num_edges == 0  # a 1:1 projection adds no node
+
+
+def test_projection_duplicates_stay_separate_rows(spark):
+    t, ann = check(spark, lambda R: R.select("k"), R=R)
+    g, p = polys(t, ann)
+    assert sorted(str(x) for x in p[("a",)]) == ["R:1", "R:2"]
+
+
+def test_filter_where(spark):
+    t, ann = check(spark, lambda R: R.filter(F.col("v") > 15).where("k != 'c'"), R=R)
+    _, p = polys(t, ann)
+    assert {k[0]: str(v[0]) for k, v in p.items()} == {2: "R:2", 3: "R:3"}
+
+
+def test_join_is_product(spark):
+    t, ann = check(spark, lambda R, S: R.join(S, "k"), R=R, S=S)
+    _, p = polys(t, ann)
+    assert sorted(str(v[0]) for v in p.values()) == ["R:1·S:10", "R:2·S:10", "R:3·S:11", "R:3·S:12", "R:4·S:11", "R:4·S:12"]
+
+
+def test_join_on_condition_and_cross_join(spark):
+    t, ann = check(spark, lambda R, S: R.join(S, R["k"] == S["k"]).select(R["id"], S["sid"]), R=R, S=S)
+    _, p = polys(t, ann)
+    assert str(p[(1, 10)][0]) == "R:1·S:10"
+    t, ann = check(spark, lambda R, S: R.crossJoin(S.select("sid")), R=R, S=S)
+    assert len(ann.collect()) == 20
+
+
+def test_union_rows_keep_annotations(spark):
+    t, ann = check(spark, lambda R, S: R.select("k").union(S.select("k")), R=R, S=S)
+    _, p = polys(t, ann)
+    assert sorted(str(x) for x in p[("a",)]) == ["R:1", "R:2", "S:10"]
+    t, ann = check(spark, lambda R, S: R.select("k").unionByName(S.select("k")), R=R, S=S)
+
+
+def test_union_pads_factor_lists(spark):
+    t, ann = check(spark, lambda R, S: R.join(S, "k").select("k").union(R.select("k")).distinct(), R=R, S=S)
+    _, p = polys(t, ann)
+    r1, r2, s10 = Token("R:1"), Token("R:2"), Token("S:10")
+    assert equivalent(p[("a",)][0], delta(plus(r1 * s10, r2 * s10, r1, r2)))
+
+
+def test_distinct_is_delta_of_sum(spark):
+    t, ann = check(spark, lambda D: D.distinct(), D=D)
+    g, p = polys(t, ann)
+    assert str(p[("a", 1)][0]) == "δ(D:a,1 + D:a,1#2)"
+    assert len(g.find(label="δ")) == 2
+    t, ann = check(spark, lambda D: D.dropDuplicates(), D=D)
+
+
+def test_group_by_aggregates(spark):
+    fn = lambda R: R.groupBy("k").agg(  # noqa: E731
+        F.count(F.lit(1)).alias("n"), F.count("v").alias("nv"), F.sum("v").alias("s"),
+        F.min("v").alias("lo"), F.max("v").alias("hi"), F.avg("v").alias("mean"),
+    )
+    t, ann = check(spark, fn, R=R)
+    g = t.graph()
+    rows = {r.row["k"]: r for r in ann.collect_annotated()}
+    b = rows["b"]
+    assert str(g.polynomial(b.annotation)) == "δ(R:3 + R:4)"
+    assert str(g.value(b.annotation, "n")) == "Count(R:3 ⊗ 1 + R:4 ⊗ 1)"
+    assert str(g.value(b.annotation, "nv")) == "Count(R:3 ⊗ 1)"  # null v does not count
+    assert str(g.value(b.annotation, "s")) == "Sum(R:3 ⊗ 30)"
+    for col, label, value in [("n", "Count", 2), ("s", "Sum", 30), ("lo", "Min", 30), ("hi", "Max", 30), ("mean", "Avg", 30.0)]:
+        node = g.node(b.annotation.values[col])
+        assert (node["label"], node["value"]) == (label, value)
+
+
+def test_group_by_expression_keys_and_shortcuts(spark):
+    check(spark, lambda R: R.groupBy((F.col("id") % 2).alias("parity")).agg(F.sum("v").alias("s")), R=R)
+    check(spark, lambda R: R.groupBy("k").count(), R=R)
+    check(spark, lambda R: R.groupBy("k").sum("v"), R=R)
+    check(spark, lambda R: R.groupBy("k").agg({"v": "max"}), R=R)
+    t, ann = check(spark, lambda R: R.agg(F.sum("v").alias("total")), R=R)
+    g = t.graph()
+    (row,) = ann.collect_annotated()
+    assert str(g.polynomial(row.annotation)) == "δ(R:1 + R:2 + R:3 + R:4 + R:5)"
+
+
+def test_aggregate_over_a_join_members_are_products(spark):
+    t, ann = check(spark, lambda R, S: R.join(S, "k").groupBy("k").agg(F.sum("v").alias("s")), R=R, S=S)
+    g = t.graph()
+    rows = {r.row["k"]: r for r in ann.collect_annotated()}
+    assert str(g.polynomial(rows["a"].annotation)) == "δ(R:1·S:10 + R:2·S:10)"
+    assert len(g.find(label="·")) == 6
+
+
+def test_collect_list_members_keep_provenance_through_explode(spark):
+    fn = lambda R: R.groupBy("k").agg(F.collect_list("id").alias("ids")).select("k", F.explode("ids").alias("id"))  # noqa: E731
+    t, ann = check(spark, fn, R=R)
+    g, p = polys(t, ann)
+    assert str(p[("a", 1)][0]) == "δ(R:1 + R:2)·R:1"
+
+
+def test_explode_of_plain_array_inherits_parent(spark):
+    rel = ([(1, [1, 2]), (2, [3])], "id int, xs array<int>", ["id"])
+    t, ann = check(spark, lambda A: A.select("id", F.explode("xs").alias("x")), A=rel)
+    _, p = polys(t, ann)
+    assert str(p[(1, 2)][0]) == "A:1"
+
+
+def test_order_by_and_limit_are_post_processing(spark):
+    t, ann = check(spark, lambda R: R.orderBy(F.col("id").desc()).limit(2), R=R)
+    _, p = polys(t, ann)
+    assert sorted(str(v[0]) for v in p.values()) == ["R:4", "R:5"]
+
+
+@pytest.mark.parametrize(
+    "op, name",
+    [
+        (lambda R, S: R.join(S, "k", "left"), "join(how='left')"),
+        (lambda R, S: R.subtract(R), "DataFrame.subtract"),
+        (lambda R, S: R.dropDuplicates(["k"]), "dropDuplicates(subset)"),
+        (lambda R, S: R.groupBy("k").agg(F.countDistinct("v")), "aggregate Count DISTINCT"),
+        (lambda R, S: R.groupBy("k").agg(F.stddev("v")), "aggregate StddevSamp"),
+        (lambda R, S: R.groupBy("k").agg((F.sum("v") + 1).alias("x")), "aggregate expression"),
+        (lambda R, S: R.select(F.sum("v")), "select with aggregate or window functions"),
+        (lambda R, S: R.groupBy("k").pivot("v"), "GroupedData.pivot"),
+        (lambda R, S: R.unionByName(R, allowMissingColumns=True), "allowMissingColumns"),
+    ],
+)
+def test_unsupported_operations_fail_loudly(spark, op, name):
+    from lipspark import Tracker
+
+    t = Tracker(spark)
+    r = t.annotate(spark.createDataFrame(*R[:2]), "R", key=["id"])
+    s = t.annotate(spark.createDataFrame(*S[:2]), "S", key=["sid"])
+    with pytest.raises(UnsupportedOperation) as err:
+        op(r, s)
+    assert name in str(err.value)
+    assert "Instead:" in str(err.value)
+
+
+def test_mixing_plain_and_annotated_is_an_error(spark):
+    from lipspark import Tracker
+
+    t = Tracker(spark)
+    r = t.annotate(spark.createDataFrame(*R[:2]), "R", key=["id"])
+    with pytest.raises(AnnotationError, match="annotate it first"):
+        r.join(spark.createDataFrame(*S[:2]), "k")
+    with pytest.raises(AnnotationError, match="reserved"):
+        r.withColumn("__lp_x", F.lit(1))

@@ -1,0 +1,407 @@
+"""Property tests: random small plans run on plain PySpark, on lipspark and in the reference.
+
+For two random relations R(rid, a, b, v) and S(sid, a, b, v) (≤ 6 rows, tiny domains so joins,
+groups and duplicates happen; v sometimes null) and a random plan of depth ≤ 3 over
+filter / select / join / union / distinct / groupBy-agg, we check:
+
+1. fidelity: the data lipspark returns equals plain PySpark's (as multisets), and so does the
+   reference's (which validates the reference itself);
+2. per distinct output tuple, the sum of its rows' polynomials equals the reference's (sympy
+   normal form);
+3. aggregate values (Σ member ⊗ value) equal the reference's, per output row;
+4. for plans without δ (no distinct, no group-by), the polynomial evaluated in COUNTING with
+   every token 1 is the tuple's multiplicity;
+5. deletion propagation in BOOLEAN: with some base tuples deleted, the tuples whose polynomial
+   stays true are exactly those of a re-run without the deleted rows (plans without group-by),
+   and for a top-level group-by (nothing aggregated below) the surviving groups and the Boolean
+   evaluation of each aggregate value equal the re-run's.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Union
+
+import pytest
+import sympy
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+from lipspark import Tracker
+from lipspark.semiring import BOOLEAN, COUNTING, evaluate, normal_form, plus
+from tests import reference as ref
+
+SETTINGS = settings(
+    max_examples=25,
+    deadline=None,
+    # shrinking re-runs Spark jobs for minutes; the generated cases are already small
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large],
+)
+
+BASE_COLUMNS = {"R": ["rid", "a", "b", "v"], "S": ["sid", "a", "b", "v"]}
+KEYS = {"R": "rid", "S": "sid"}
+SCHEMAS = {n: ", ".join(f"{c} int" for c in cols) for n, cols in BASE_COLUMNS.items()}
+SPARK_CMP = {
+    "<": operator.lt,
+    "<=": operator.le,
+    "==": operator.eq,
+    "!=": operator.ne,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+# ---------------------------------------------------------------------- plan AST
+@dataclass(frozen=True)
+class Base:
+    name: str
+
+
+@dataclass(frozen=True)
+class Filter:
+    child: "Plan"
+    column: str
+    op: str
+    const: int
+
+
+@dataclass(frozen=True)
+class Select:
+    child: "Plan"
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Join:
+    left: "Plan"
+    right: "Plan"
+    on: tuple[str, ...]  # empty: crossJoin
+    right_keep: tuple[str, ...]  # right's columns kept (shared columns not in `on` are dropped)
+
+
+@dataclass(frozen=True)
+class Union_:
+    left: "Plan"
+    right: "Plan"
+
+
+@dataclass(frozen=True)
+class Distinct:
+    child: "Plan"
+
+
+@dataclass(frozen=True)
+class Agg:
+    child: "Plan"
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[str, str, str | None], ...]  # (alias, fn, column or None for count(*))
+
+
+Plan = Union[Base, Filter, Select, Join, Union_, Distinct, Agg]
+
+
+def columns(p: Plan) -> list[str]:
+    if isinstance(p, Base):
+        return list(BASE_COLUMNS[p.name])
+    if isinstance(p, (Filter, Distinct)):
+        return columns(p.child)
+    if isinstance(p, Select):
+        return list(p.columns)
+    if isinstance(p, Join):
+        lc = columns(p.left)
+        if not p.on:
+            return lc + list(p.right_keep)
+        return list(p.on) + [c for c in lc if c not in p.on] + [c for c in p.right_keep if c not in p.on]
+    if isinstance(p, Union_):
+        return columns(p.left)
+    if isinstance(p, Agg):
+        return list(p.keys) + [a for a, _, _ in p.aggs]
+    raise TypeError(p)
+
+
+def nodes(p: Plan):
+    yield p
+    for attr in ("child", "left", "right"):
+        if hasattr(p, attr):
+            yield from nodes(getattr(p, attr))
+
+
+def has(p: Plan, kinds: tuple[type, ...]) -> bool:
+    return any(isinstance(n, kinds) for n in nodes(p))
+
+
+def n_products(p: Plan) -> int:
+    return sum(isinstance(n, Join) for n in nodes(p))
+
+
+# ---------------------------------------------------------------------- strategies
+def _subset(draw, items: list[str], min_size: int, max_size: int | None = None) -> list[str]:
+    if not items:
+        return []
+    chosen = draw(st.lists(st.sampled_from(items), unique=True, min_size=min_size, max_size=max_size or len(items)))
+    return chosen
+
+
+@st.composite
+def plans(draw, depth: int = 3) -> Plan:
+    if depth == 0 or draw(st.integers(0, 5)) == 0:
+        return Base(draw(st.sampled_from(["R", "S"])))
+    kind = draw(st.sampled_from(["filter", "select", "join", "union", "distinct", "agg", "agg"]))
+    child = draw(plans(depth - 1))
+    cols = columns(child)
+    if kind == "filter":
+        return Filter(child, draw(st.sampled_from(cols)), draw(st.sampled_from(sorted(SPARK_CMP))), draw(st.integers(-1, 3)))
+    if kind == "select":
+        perm = draw(st.permutations(cols))
+        return Select(child, tuple(perm[: draw(st.integers(1, len(cols)))]))
+    if kind == "distinct":
+        return Distinct(child)
+    if kind == "agg":
+        keys = _subset(draw, cols, 0 if draw(st.integers(0, 9)) == 0 else 1, 2)
+        cands: list[tuple[str, str, str | None]] = [("cnt", "count", None)]
+        for c in cols:
+            for fn in ("count", "sum", "min", "max", "avg"):
+                cands.append((f"{'cnt' if fn == 'count' else fn}_{c}", fn, c))
+        cands = [a for a in cands if a[0] not in keys]
+        aggs = draw(st.lists(st.sampled_from(cands), unique_by=lambda a: a[0], min_size=1, max_size=3))
+        return Agg(child, tuple(keys), tuple(aggs))
+    other = draw(plans(depth - 1))
+    ocols = columns(other)
+    if kind == "join":
+        if n_products(child) + n_products(other) >= 2:
+            return Distinct(child)
+        shared = [c for c in cols if c in ocols]
+        if not shared:
+            return Join(child, other, (), tuple(ocols))
+        on = _subset(draw, shared, 1, 2)
+        on = [c for c in cols if c in on]
+        keep = [c for c in ocols if c not in shared or c in on]
+        return Join(child, other, tuple(on), tuple(keep))
+    # union of two compatible sub-plans: project both onto their common columns
+    common = [c for c in cols if c in ocols]
+    if not common:
+        return Union_(child, child)
+    left = child if cols == common else Select(child, tuple(common))
+    right = other if ocols == common else Select(other, tuple(common))
+    return Union_(left, right)
+
+
+@st.composite
+def relations(draw) -> dict[str, list[tuple]]:
+    out = {}
+    for name in ("R", "S"):
+        n = draw(st.integers(0 if name == "S" else 1, 6))
+        rows = []
+        for i in range(n):
+            a = draw(st.integers(0, 2))
+            b = draw(st.integers(0, 1))
+            v = draw(st.one_of(st.none(), st.integers(0, 3)))
+            rows.append((i + (10 if name == "S" else 0), a, b, v))
+        out[name] = rows
+    return out
+
+
+# ---------------------------------------------------------------------- running a plan
+_AGG_FNS = {"count": F.count, "sum": F.sum, "min": F.min, "max": F.max, "avg": F.avg}
+
+
+def run_plan(plan: Plan, frames: dict[str, Any]) -> Any:
+    """Run ``plan`` with PySpark's method names: works on DataFrames and on AnnotatedFrames."""
+    if isinstance(plan, Base):
+        return frames[plan.name]
+    if isinstance(plan, Filter):
+        child = run_plan(plan.child, frames)
+        return child.filter(SPARK_CMP[plan.op](F.col(plan.column), F.lit(plan.const)))
+    if isinstance(plan, Select):
+        return run_plan(plan.child, frames).select(*plan.columns)
+    if isinstance(plan, Join):
+        left = run_plan(plan.left, frames)
+        right = run_plan(plan.right, frames)
+        if not plan.on:
+            return left.crossJoin(right)
+        if list(plan.right_keep) != columns(plan.right):
+            right = right.select(*plan.right_keep)
+        return left.join(right, on=list(plan.on), how="inner")
+    if isinstance(plan, Union_):
+        return run_plan(plan.left, frames).union(run_plan(plan.right, frames))
+    if isinstance(plan, Distinct):
+        return run_plan(plan.child, frames).distinct()
+    if isinstance(plan, Agg):
+        exprs = []
+        for alias, fn, col in plan.aggs:
+            arg = F.lit(1) if col is None else F.col(col)
+            exprs.append(_AGG_FNS[fn](arg).alias(alias))
+        return run_plan(plan.child, frames).groupBy(*plan.keys).agg(*exprs)
+    raise TypeError(plan)
+
+
+def run_reference(plan: Plan, rels: dict[str, ref.KRelation]) -> ref.KRelation:
+    if isinstance(plan, Base):
+        return rels[plan.name]
+    if isinstance(plan, Filter):
+        return ref.filter_rows(run_reference(plan.child, rels), ref.compare(plan.column, plan.op, plan.const))
+    if isinstance(plan, Select):
+        return ref.select(run_reference(plan.child, rels), list(plan.columns))
+    if isinstance(plan, Join):
+        left, right = run_reference(plan.left, rels), run_reference(plan.right, rels)
+        right = ref.select(right, list(plan.right_keep))
+        return ref.join(left, right, list(plan.on)) if plan.on else ref.cross_join(left, right)
+    if isinstance(plan, Union_):
+        return ref.union(run_reference(plan.left, rels), run_reference(plan.right, rels))
+    if isinstance(plan, Distinct):
+        return ref.distinct(run_reference(plan.child, rels))
+    if isinstance(plan, Agg):
+        return ref.group_by(run_reference(plan.child, rels), list(plan.keys), list(plan.aggs))
+    raise TypeError(plan)
+
+
+def reference_relations(data: dict[str, list[tuple]]) -> dict[str, ref.KRelation]:
+    return {
+        n: ref.base(n, [dict(zip(BASE_COLUMNS[n], r)) for r in rows], key=[KEYS[n]], columns=BASE_COLUMNS[n])
+        for n, rows in data.items()
+    }
+
+
+def plain_frames(spark, data: dict[str, list[tuple]]) -> dict[str, Any]:
+    return {n: spark.createDataFrame(rows, SCHEMAS[n]) for n, rows in data.items()}
+
+
+def key_of(row: Any) -> tuple:
+    return tuple(ref.norm_value(v) for v in row)
+
+
+def close(a: Any, b: Any) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+    return a == b
+
+
+def renormalize(nf: tuple[str, frozenset]) -> tuple[str, frozenset]:
+    """Re-group a lipspark AggValue normal form with the reference's value normalization."""
+    op, terms = nf
+    return ref.agg_normal_form(op, [(poly, value) for value, poly in terms])
+
+
+def describe(plan: Plan, data: dict[str, list[tuple]]) -> str:
+    return f"plan={plan!r}\ndata={data!r}"
+
+
+# ---------------------------------------------------------------------- the property
+def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str]) -> None:
+    why = describe(plan, data)
+    plain = plain_frames(spark, data)
+    plain_rows = run_plan(plan, plain).collect()
+
+    t = Tracker(spark)
+    annotated = {n: t.annotate(df, n, key=[KEYS[n]]) for n, df in plain.items()}
+    out = run_plan(plan, annotated)
+    assert out.columns == columns(plan), why
+    arows = out.collect_annotated()
+    g = t.graph()
+
+    reference = run_reference(plan, reference_relations(data))
+    assert reference.columns == columns(plan), why
+
+    # (1) fidelity: lipspark's data = plain PySpark's = the reference's, as multisets
+    plain_bag = Counter(key_of(r) for r in plain_rows)
+    assert Counter(key_of(r.row) for r in arows) == plain_bag, why
+    assert Counter(ref.tuple_multiset(reference)) == plain_bag, "reference disagrees with PySpark\n" + why
+
+    # (2) per distinct tuple, Σ rows' polynomials = the reference's
+    exprs: dict[tuple, list[Any]] = {}
+    for r in arows:
+        exprs.setdefault(key_of(r.row), []).append(g.polynomial(r.annotation))
+    summed = {k: plus(*v) for k, v in exprs.items()}
+    got = {k: normal_form(e) for k, e in summed.items()}
+    want = ref.tuple_polynomials(reference)
+    assert set(got) == set(want), why
+    for k in want:
+        assert sympy.expand(got[k] - want[k]) == 0, f"tuple {k}: lipspark {got[k]} != reference {want[k]}\n{why}"
+
+    # (3) aggregate values, per output row
+    agg_cols = sorted({c for r in reference.rows for c in r.aggs})
+    if agg_cols:
+        ref_aggs = Counter(
+            (tuple(ref.norm_value(r.data[c]) for c in reference.columns), frozenset((c, a.normal_form()) for c, a in r.aggs.items()))
+            for r in reference.rows
+        )
+        lip_aggs = Counter(
+            (key_of(r.row), frozenset((c, renormalize(g.value(r.annotation, c).normal_form())) for c in agg_cols if c in r.annotation.values))
+            for r in arows
+        )
+        assert lip_aggs == ref_aggs, why
+        for r in reference.rows:  # the reference's plain aggregate = the data column
+            for c, a in r.aggs.items():
+                assert close(a.result, r.data[c]), why
+
+    # (4) no δ: COUNTING with every token 1 is the bag multiplicity
+    if not has(plan, (Distinct, Agg)):
+        for k, e in summed.items():
+            assert evaluate(e, COUNTING) == plain_bag[k], why
+
+    # (5) deletion propagation in BOOLEAN
+    if not deleted:
+        return
+    kept = {n: [r for r in rows if f"{n}:{r[0]}" not in deleted] for n, rows in data.items()}
+    valuation = {tok: False for tok in deleted}
+    why += f"\ndeleted={sorted(deleted)}"
+    if not has(plan, (Agg,)):
+        rerun = {key_of(r) for r in run_plan(plan, plain_frames(spark, kept)).collect()}
+        alive = {k for k, e in summed.items() if evaluate(e, BOOLEAN, valuation, default=True)}
+        assert alive == rerun, why
+    elif isinstance(plan, Agg) and not has(plan.child, (Agg,)):
+        nk = len(plan.keys)
+        rerun = {key_of(r)[:nk]: r for r in run_plan(plan, plain_frames(spark, kept)).collect()}
+        for r in arows:
+            k = key_of(r.row)[:nk]
+            alive = evaluate(g.polynomial(r.annotation), BOOLEAN, valuation, default=True)
+            if nk:
+                assert alive == (k in rerun), why
+            if not alive:
+                continue
+            for alias, _, _ in plan.aggs:
+                v = evaluate(g.value(r.annotation, alias), BOOLEAN, valuation, default=True)
+                assert close(v, rerun[k][alias]), f"{alias}: boolean {v} != re-run {rerun[k][alias]}\n{why}"
+
+
+@SETTINGS
+@given(data=relations(), plan=plans(), pick=st.data())
+def test_random_plans_match_pyspark_and_reference(spark, data, plan, pick):
+    tokens = [f"{n}:{r[0]}" for n, rows in data.items() for r in rows]
+    deleted = set(pick.draw(st.lists(st.sampled_from(tokens), unique=True, max_size=3))) if tokens else set()
+    check_plan(spark, data, plan, deleted)
+
+
+# ---------------------------------------------------------------------- fixed plans (always run)
+DATA = {
+    "R": [(0, 1, 0, 2), (1, 1, 1, None), (2, 2, 0, 3), (3, 1, 0, 2)],
+    "S": [(10, 1, 0, 1), (11, 2, 1, None), (12, 1, 1, 3)],
+}
+_ALL_AGGS = (("cnt", "count", None), ("cnt_v", "count", "v"), ("sum_v", "sum", "v"), ("min_v", "min", "v"), ("max_v", "max", "v"), ("avg_v", "avg", "v"))
+
+FIXED = {
+    "join_group_all_aggs": Agg(Join(Base("R"), Select(Base("S"), ("a", "sid")), ("a",), ("a", "sid")), ("a",), _ALL_AGGS),
+    "distinct_union": Distinct(Union_(Select(Base("R"), ("a", "b")), Select(Base("S"), ("a", "b")))),
+    "agg_of_agg": Agg(Agg(Base("R"), ("a",), (("cnt", "count", None),)), ("cnt",), (("sum_cnt", "sum", "cnt"),)),
+    "filter_after_agg": Filter(Agg(Base("S"), ("b",), (("sum_v", "sum", "v"),)), "sum_v", ">", 0),
+    "self_join": Select(Join(Base("R"), Select(Base("R"), ("a",)), ("a",), ("a",)), ("a", "b")),
+    "cross_join": Join(Select(Base("R"), ("rid",)), Select(Base("S"), ("sid",)), (), ("sid",)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FIXED))
+def test_fixed_plans(spark, name):
+    deleted = {"R:3", "S:10"}
+    check_plan(spark, DATA, FIXED[name], deleted)
+
+
+# ---------------------------------------------------------------------- edge cases
+def test_global_aggregate_nonempty(spark):
+    plan = Agg(Base("R"), (), _ALL_AGGS)
+    check_plan(spark, DATA, plan, {"R:0", "R:1", "R:2", "R:3"})
