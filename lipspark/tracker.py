@@ -31,6 +31,28 @@ def _norm_path(path: str) -> str:
     return re.sub(r"^file:/+", "/", path)
 
 
+#: Plan nodes that preserve a deterministic row order from their child (or are leaves with one).
+_STABLE_ORDER = {"LogicalRelation", "LocalRelation", "LogicalRDD", "Range", "Project", "Filter", "SubqueryAlias", "ResolvedHint"}
+
+
+def _has_stable_order(df: DataFrame) -> bool:
+    """Whether recomputing ``df`` yields its rows in the same partitions and order."""
+    try:
+        plan = df._jdf.queryExecution().analyzed()
+        if not plan.deterministic():
+            return False
+        stack = [plan]
+        while stack:
+            node = stack.pop()
+            if node.getClass().getSimpleName() not in _STABLE_ORDER:
+                return False
+            children = node.children()
+            stack.extend(children.apply(i) for i in range(children.size()))
+        return True
+    except Exception:
+        return False
+
+
 def _parquet_source(df: DataFrame) -> list[dict] | None:
     """The files of ``df`` if it is exactly an unpartitioned Parquet scan, else ``None``."""
     try:
@@ -83,9 +105,9 @@ class Tracker:
         When ``df`` is a plain scan of Parquet files, token ids are (file, row-in-file) and the
         graph refers to those files instead of copying the tuples: the files must not change
         afterwards (a changed file is reported when the graph is read). Otherwise the tuples are
-        copied into the graph and ids number the rows in the order of ``df``'s partitions, so
-        ``df`` must have a deterministic order (local data, files; not the unordered result of
-        a shuffle — write such a result first).
+        copied into the graph and ids number the rows in the order of ``df``'s partitions; a ``df``
+        whose order Spark does not guarantee on recomputation (the result of a shuffle, a
+        non-deterministic expression) is checkpointed first so its ids cannot change.
         """
         if not relation or not relation.replace("_", "").isalnum():
             raise AnnotationError(f"relation name must be alphanumeric (underscores allowed), got {relation!r}")
@@ -108,6 +130,10 @@ class Tracker:
             meta = {"relation": relation, "key": key, "columns": key or list(df.columns), "files": files}
             self.builder.add(seg, "base", meta)
         else:
+            if not _has_stable_order(df):
+                # e.g. the result of a shuffle: rows could come back in another order when Spark
+                # recomputes the plan, and positional ids would silently change. Fix them once.
+                df = df.localCheckpoint(eager=True)
             mid = F.monotonically_increasing_id()
             ordinal = F.shiftleft(F.shiftright(mid, 33), _ROW_BITS).bitwiseOR(mid.bitwiseAND((1 << 33) - 1))
             annotated = df.withColumn(factor(0), F.lit(seg << SEGMENT_SHIFT).bitwiseOR(ordinal))

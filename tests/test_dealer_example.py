@@ -1,50 +1,9 @@
 """The paper's dealer module on Example 2.3 (Lipstick §2.2, §3.2, Figure 2(c))."""
 from __future__ import annotations
 
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
-
-from lipspark import Tracker, black_box, cogroup
+from lipspark import Tracker
+from lipspark.examples.dealer import dealer_bid, example_inputs as inputs
 from tests.util import multiset
-
-
-def calc_bid(requests, num_cars, num_sold):
-    """Bid 20K, 500 less per car available beyond the first, 300 more per car already sold."""
-    avail = num_cars[0]["NumAvail"] if num_cars else 0
-    sold = num_sold[0]["NumSold"] if num_sold else 0
-    return 20000.0 - 500.0 * max(avail - 1, 0) + 300.0 * sold
-
-
-CALC_BID = black_box(calc_bid, returnType=T.DoubleType(), name="calcBid")
-
-
-def dealer_bid(Requests, Cars, SoldCars):
-    """Q_state for bid requests, as in §2.2 (module code: plain PySpark)."""
-    req_model = Requests.select("Model")
-    inventory = Cars.join(req_model, "Model")
-    sold_inventory = inventory.join(SoldCars, "CarId")
-    num_cars = inventory.groupBy("Model").agg(F.count(F.lit(1)).alias("NumAvail"))
-    num_sold = sold_inventory.groupBy("Model").agg(F.count(F.lit(1)).alias("NumSold"))
-    all_info = cogroup("Model", Requests=Requests, NumCarsByModel=num_cars, NumSoldByModel=num_sold)
-    return all_info.select(
-        F.col("Requests")[0]["BidId"].alias("BidId"),
-        F.col("Requests")[0]["UserId"].alias("UserId"),
-        "Model",
-        CALC_BID("Requests", "NumCarsByModel", "NumSoldByModel").alias("Amount"),
-    )
-
-
-def inputs(spark, tracker=None):
-    cars = spark.createDataFrame([("C1", "Accord"), ("C2", "Civic"), ("C3", "Civic")], "CarId string, Model string")
-    sold = spark.createDataFrame([], "CarId string, BidId string")
-    req = spark.createDataFrame([("P1", "B1", "Civic")], "UserId string, BidId string, Model string")
-    if tracker is None:
-        return dict(Requests=req, Cars=cars, SoldCars=sold)
-    return dict(
-        Requests=tracker.annotate(req, "Requests", key=["BidId"]),
-        Cars=tracker.annotate(cars, "Cars", key=["CarId"]),
-        SoldCars=tracker.annotate(sold, "SoldCars", key=["CarId"]),
-    )
 
 
 def test_dealer_fidelity(spark):

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Union
 
 import pytest
 import sympy
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
@@ -35,7 +36,8 @@ from lipspark.semiring import BOOLEAN, COUNTING, evaluate, normal_form, plus
 from tests import reference as ref
 
 SETTINGS = settings(
-    max_examples=25,
+    # LIPSPARK_PROPERTY_EXAMPLES=300 for a longer hunt; 25 keeps this file around a minute
+    max_examples=int(os.environ.get("LIPSPARK_PROPERTY_EXAMPLES", "25")),
     deadline=None,
     # shrinking re-runs Spark jobs for minutes; the generated cases are already small
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
@@ -292,6 +294,15 @@ def describe(plan: Plan, data: dict[str, list[tuple]]) -> str:
     return f"plan={plan!r}\ndata={data!r}"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_shuffle_partition(spark):
+    """Tiny data: one shuffle partition saves a task per stage (restored afterwards)."""
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "1")
+    yield
+    spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
 # ---------------------------------------------------------------------- the property
 def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str]) -> None:
     why = describe(plan, data)
@@ -299,7 +310,8 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
     plain_rows = run_plan(plan, plain).collect()
 
     t = Tracker(spark)
-    annotated = {n: t.annotate(df, n, key=[KEYS[n]]) for n, df in plain.items()}
+    used = {n.name for n in nodes(plan) if isinstance(n, Base)}  # annotate only what the plan reads
+    annotated = {n: t.annotate(df, n, key=[KEYS[n]]) for n, df in plain.items() if n in used}
     out = run_plan(plan, annotated)
     assert out.columns == columns(plan), why
     arows = out.collect_annotated()
@@ -346,6 +358,7 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
             assert evaluate(e, COUNTING) == plain_bag[k], why
 
     # (5) deletion propagation in BOOLEAN
+    deleted = {tok for tok in deleted if tok.split(":")[0] in used}
     if not deleted:
         return
     kept = {n: [r for r in rows if f"{n}:{r[0]}" not in deleted] for n, rows in data.items()}
@@ -375,6 +388,8 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
 def test_random_plans_match_pyspark_and_reference(spark, data, plan, pick):
     tokens = [f"{n}:{r[0]}" for n, rows in data.items() for r in rows]
     deleted = set(pick.draw(st.lists(st.sampled_from(tokens), unique=True, max_size=3))) if tokens else set()
+    # known lipspark bug, pinned by test_global_aggregate_over_empty_input (xfail): skip that case here
+    assume(not _global_agg_over_empty(plan, data))
     check_plan(spark, data, plan, deleted)
 
 
@@ -405,3 +420,28 @@ def test_fixed_plans(spark, name):
 def test_global_aggregate_nonempty(spark):
     plan = Agg(Base("R"), (), _ALL_AGGS)
     check_plan(spark, DATA, plan, {"R:0", "R:1", "R:2", "R:3"})
+
+
+def _global_agg_over_empty(plan: Plan, data: dict[str, list[tuple]]) -> bool:
+    """Does the plan contain a groupBy() without keys whose input is empty (see the xfail below)?"""
+    rels = reference_relations(data)
+    return any(isinstance(n, Agg) and not n.keys and len(run_reference(n.child, rels)) == 0 for n in nodes(plan))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="lipspark bug: groupBy().agg() (no keys) over an empty input returns PySpark's one row "
+    "(count 0) but its annotation points at a δ node the graph never records (no members), so "
+    "g.polynomial / g.value raise a raw pandas KeyError",
+)
+def test_global_aggregate_over_empty_input(spark):
+    t = Tracker(spark)
+    r = t.annotate(spark.createDataFrame([(0, 1)], "rid int, a int"), "R", key=["rid"])
+    out = r.filter(F.col("a") > 5).groupBy().agg(F.count(F.lit(1)).alias("cnt"), F.sum("a").alias("s"))
+    (row,) = out.collect_annotated()
+    assert row.row.asDict() == {"cnt": 0, "s": None}  # what PySpark returns
+    g = t.graph()
+    # no base tuple derives this row: its annotation must evaluate to 0 (δ(0), or 0)
+    assert evaluate(g.polynomial(row.annotation), COUNTING) == 0
+    assert evaluate(g.value(row.annotation, "cnt"), COUNTING) == 0
+    assert g.value(row.annotation, "s").normal_form() == ("Sum", frozenset())

@@ -1,0 +1,1 @@
+"""Small runnable examples from the Lipstick paper."""
