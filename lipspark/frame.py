@@ -641,7 +641,9 @@ class AnnotatedGroupedData:
         member = fr._member_id(seg)
         # members: one row per input row, with the distinct non-constant aggregate arguments
         in_keys = [_normalized(k, t) for k, t in zip(keys, key_types)]
-        member_cols = [node_hash(seg, *in_keys).alias("g"), member.alias("m")]
+        # a keyless aggregate has one group even over no rows: its id is static and recorded
+        group_id = (lambda cols: node_hash(seg, *cols)) if keys else (lambda cols: F.lit(seg << SEGMENT_SHIFT))
+        member_cols = [group_id(in_keys).alias("g"), member.alias("m")]
         if fr._k > 1:
             member_cols += fr._factor_cols()
         arguments: list[str] = []
@@ -674,11 +676,13 @@ class AnnotatedGroupedData:
         else:
             out = plain
         out_keys = [_normalized(F.col(n), t) for n, t in zip(key_names, key_types)]
-        out = out.withColumn(factor(0), node_hash(seg, *out_keys))
+        out = out.withColumn(factor(0), group_id(out_keys))
         value_names = []
         for n, (j, label, it) in enumerate(aggs):
             out = out.withColumn(value_col(it.name), aggregate_node_id(F.col(factor(0)), n))
             value_names.append(it.name)
         meta = {"label": "δ", "k": fr._k, "aggregates": agg_meta}
+        if not keys:
+            meta["group"] = seg << SEGMENT_SHIFT
         tracker.builder.add(seg, "group", meta, members=members)
         return AnnotatedFrame(tracker, out, 1, values=value_names, bags=[items[j].name for j in bags])

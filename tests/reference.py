@@ -133,8 +133,13 @@ def norm_value(v: Any, digits: int = 9) -> Any:
 
 
 def poly_normal_form(p: Any) -> sympy.Expr:
-    """Expanded form (δ arguments expanded too)."""
-    return sympy.expand(sympy.sympify(p))
+    """Expanded form (δ arguments expanded too), with the law δ(0) = 0 applied (to a fixpoint)."""
+    e = sympy.expand(sympy.sympify(p))
+    while True:
+        nxt = e.subs(DELTA(0), 0)
+        if nxt == e:
+            return e
+        e = nxt
 
 
 def agg_normal_form(op: str, pairs: Iterable[tuple[Any, Any]]) -> tuple[str, frozenset]:

@@ -72,6 +72,13 @@ class GraphBuilder:
     def __init__(self, first_segment: int = 1) -> None:
         self._next = first_segment
         self.segments: list[Segment] = []
+        #: merged into every segment's meta (the workflow layer sets module, invocation, execution)
+        self.context: dict[str, Any] = {}
+
+    @property
+    def next_segment(self) -> int:
+        """The number the next :meth:`allocate` will return."""
+        return self._next
 
     def allocate(self) -> int:
         """A fresh segment number (deterministic: the n-th operation gets the n-th number)."""
@@ -83,7 +90,7 @@ class GraphBuilder:
 
     def add(self, seg: int, kind: str, meta: dict[str, Any], **tables: DataFrame) -> Segment:
         """Register a segment's tables (lazy DataFrames)."""
-        segment = Segment(seg, kind, meta, dict(tables))
+        segment = Segment(seg, kind, {**self.context, **meta}, dict(tables))
         self.segments.append(segment)
         return segment
 

@@ -23,7 +23,7 @@ from lipspark.graph.builder import BASE_ID, ROW_BITS, SEGMENT_SHIFT, aggregate_s
 
 __all__ = ["expand_segments", "NODE_COLUMNS"]
 
-NODE_COLUMNS = ["id", "kind", "label", "seg", "value", "relation", "tuple"]
+NODE_COLUMNS = ["id", "kind", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation"]
 
 
 def _fmt(v: Any) -> str:
@@ -32,29 +32,37 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
-def _read_source(seg: int, meta: dict[str, Any]) -> pd.DataFrame:
-    """Re-read a file-backed base relation; ids are (file ordinal, row index)."""
-    cols = meta["columns"]
+def _local(path: str, root: str | None) -> str:
+    path = re.sub(r"^file:/+", "/", path)
+    return path if os.path.isabs(path) or root is None else os.path.join(root, path)
+
+
+def _read_files(files: list[dict[str, Any]], columns: list[str], what: str, root: str | None) -> pd.DataFrame:
+    """Rows of ``files`` (checked unchanged) with ``__pos`` = file ordinal << ROW_BITS | row."""
     parts = []
-    for i, f in enumerate(meta["files"]):
-        path = re.sub(r"^file:/+", "/", f["path"])
+    for i, f in enumerate(files):
+        path = _local(f["path"], root)
         try:
             st = os.stat(path)
         except OSError as err:
-            raise StoreError(f"base relation {meta['relation']!r}: its file {path} is gone; the graph refers to it") from err
+            raise StoreError(f"{what}: its file {path} is gone; the graph refers to it") from err
         if st.st_size != f["size"] or st.st_mtime_ns != f["mtime_ns"]:
-            raise StoreError(
-                f"base relation {meta['relation']!r}: file {path} changed after the graph was captured "
-                "(size or modification time differ); its tokens can no longer be read"
-            )
-        t = pq.read_table(path, columns=cols).to_pandas()
-        t[BASE_ID] = (np.int64(seg) << np.int64(SEGMENT_SHIFT)) | (np.int64(i) << np.int64(ROW_BITS)) | np.arange(len(t), dtype="int64")
+            raise StoreError(f"{what}: file {path} changed after the graph was captured (size or modification time differ)")
+        t = pq.read_table(path, columns=columns).to_pandas(types_mapper=_NULLABLE.get)
+        t["__pos"] = (np.int64(i) << np.int64(ROW_BITS)) | np.arange(len(t), dtype="int64")
         parts.append(t)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[BASE_ID, *cols])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*columns, "__pos"])
 
 
-def _base(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    df = _read_source(seg, meta) if "files" in meta else tables["tuples"].to_pandas()
+def _read_source(seg: int, meta: dict[str, Any], root: str | None = None) -> pd.DataFrame:
+    """Re-read a file-backed base relation; token ids are (file ordinal, row index)."""
+    df = _read_files(meta["files"], list(meta["columns"]), f"base relation {meta['relation']!r}", root)
+    df[BASE_ID] = (np.int64(seg) << np.int64(SEGMENT_SHIFT)) | df.pop("__pos").to_numpy(dtype="int64")
+    return df
+
+
+def _base(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table], root: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    df = _read_source(seg, meta, root) if "files" in meta else tables["tuples"].to_pandas()
     cols = meta["columns"]
     rel = meta["relation"]
     vals = [tuple(r) for r in df[cols].itertuples(index=False, name=None)] if len(df) else []
@@ -76,6 +84,7 @@ def _base(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table]) -> tuple[
             "value": None,
             "relation": rel,
             "tuple": [json.dumps(dict(zip(cols, v)), default=str) for v in vals],
+            "type": None,
         }
     )
     return nodes, _edges([], [])
@@ -87,7 +96,7 @@ def _edges(src: Any, dst: Any) -> pd.DataFrame:
 
 def _nodes(ids: Any, kind: str, label: Any, seg: int, value: Any = None) -> pd.DataFrame:
     ids = np.asarray(ids, dtype="int64")
-    return pd.DataFrame({"id": ids, "kind": kind, "label": label, "seg": seg, "value": value, "relation": None, "tuple": None})
+    return pd.DataFrame({"id": ids, "kind": kind, "label": label, "seg": seg, "value": value, "relation": None, "tuple": None, "type": None})
 
 
 _NULLABLE = {
@@ -125,7 +134,9 @@ def _group(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table]) -> tuple
     fcols = [f"__lp_f{i}" for i in range(k)] if k > 1 else []
     xcols = sorted(c for c in m.columns if re.fullmatch(r"x\d+", c))
     m = m.sort_values(["g", "m", *fcols, *xcols], kind="stable", na_position="first").reset_index(drop=True)
-    groups = np.unique(m["g"].to_numpy())
+    groups = np.unique(m["g"].to_numpy(dtype="int64"))
+    if meta.get("group") is not None and meta["group"] not in groups:  # keyless aggregate over no rows
+        groups = np.sort(np.append(groups, np.int64(meta["group"])))
     node_parts = [_nodes(groups, "p", meta["label"], seg)]
     edge_parts = [_edges(m["m"].to_numpy(), m["g"].to_numpy())]  # member -> δ (one per row)
     # · nodes for members with several non-zero factors
@@ -151,8 +162,8 @@ def _group(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table]) -> tuple
         present = vals.notna().to_numpy()
         rows = np.nonzero(present)[0].astype("int64")
         slot = rows * len(aggs) + n
-        tensor_ids = base | (2 * slot)
-        value_ids = base | (2 * slot + 1)
+        tensor_ids = base | (2 * slot + 2)  # ordinal 0 is the segment's own node (keyless group, black box)
+        value_ids = base | (2 * slot + 3)
         member_vals = [1 if op == "Count" else _py(x) for x in vals[present].tolist()]
         node_parts.append(_nodes(tensor_ids, "v", "⊗", seg))
         node_parts.append(_nodes(value_ids, "v", [_fmt(x) for x in member_vals], seg, member_vals))
@@ -176,22 +187,100 @@ def _rownode(seg: int, meta: dict[str, Any], t: pa.Table) -> tuple[pd.DataFrame,
     return nodes, _edges(src, dst)
 
 
-def expand_segments(segments: list[tuple[dict[str, Any], dict[str, pa.Table]]]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Nodes and edges of a graph from ``[(header, tables)]`` as the builder collects them."""
+def _fnz(df: pd.DataFrame, k: int) -> list[np.ndarray]:
+    return [df[f"__lp_f{i}"].fillna(0).to_numpy(dtype="int64") for i in range(k)]
+
+
+def _stored_p(desc: dict[str, Any], df: pd.DataFrame) -> np.ndarray:
+    """The p-node of each stored tuple, by how its file was produced (see workflow.execution)."""
+    scheme = desc["p"]
+    base = np.int64(scheme["seg"]) << np.int64(SEGMENT_SHIFT)
+    pos = df["__pos"].to_numpy(dtype="int64")
+    if scheme["kind"] in ("token", "output"):
+        return base | pos
+    fs = _fnz(df, scheme["k"])
+    if scheme["k"] == 1:
+        return fs[0]
+    nz = sum((f != 0).astype("int64") for f in fs)
+    return np.where(nz == 1, sum(fs), base | pos)
+
+
+def _boundary(seg: int, meta: dict[str, Any], root: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Module input (i), state (s), output (o) and collapse (·) nodes of a stored relation."""
+    desc, kind = meta["source"], meta["type"]
+    k = desc["p"].get("k", 0)
+    col = meta.get("column")
+    cols = [f"__lp_f{i}" for i in range(k)] if desc["p"]["kind"] == "collapse" or kind in ("o", "collapse") else []
+    if col is not None:
+        cols.append(f"__lp_v_{col}")
+    df = _read_files(desc["files"], cols, f"relation {meta.get('relation')!r}", root)
+    ids = (np.int64(seg) << np.int64(SEGMENT_SHIFT)) | df["__pos"].to_numpy(dtype="int64")
+    inv = np.int64(meta["invocation"])
+    if col is not None:  # a value crossing the boundary: v-node · of the value's node and the invocation
+        stored = df[f"__lp_v_{col}"]
+        keep = stored.notna().to_numpy()
+        if kind in ("i", "s"):
+            vseg = desc["values"][col]
+            child = (np.int64(vseg) << np.int64(SEGMENT_SHIFT)) | df["__pos"].to_numpy(dtype="int64") if vseg is not None else stored.fillna(0).to_numpy(dtype="int64")
+        else:
+            child = stored.fillna(0).to_numpy(dtype="int64")
+        ids, child = ids[keep], child[keep]
+        ntype = "o" if kind == "vo" else kind
+        nodes = _nodes(ids, "v", "·", seg)
+        nodes["type"] = ntype
+        return nodes, pd.concat([_edges(child, ids), _edges(np.full(len(ids), inv), ids)], ignore_index=True)
+    if kind in ("i", "s"):
+        p = _stored_p(desc, df)
+        nodes = _nodes(ids, "p", "·", seg)
+        nodes["type"] = kind
+        return nodes, pd.concat([_edges(p, ids), _edges(np.full(len(ids), inv), ids)], ignore_index=True)
+    fs = _fnz(df, k)
+    if kind == "collapse":
+        nz = sum((f != 0).astype("int64") for f in fs) if fs else np.zeros(len(df), dtype="int64")
+        keep = nz > 1
+        ids = ids[keep]
+        fs = [f[keep] for f in fs]
+        nodes = _nodes(ids, "p", "·", seg)
+        inv_edges = _edges([], [])
+    else:
+        nodes = _nodes(ids, "p", "·", seg)
+        nodes["type"] = "o"
+        inv_edges = _edges(np.full(len(ids), inv), ids)
+    src = np.concatenate(fs) if fs else np.array([], dtype="int64")
+    dst = np.concatenate([ids] * len(fs)) if fs else np.array([], dtype="int64")
+    keep = src != 0
+    return nodes, pd.concat([_edges(src[keep], dst[keep]), inv_edges], ignore_index=True)
+
+
+def expand_segments(segments: list[tuple[dict[str, Any], dict[str, pa.Table]]], root: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Nodes and edges of a graph from ``[(header, tables)]`` as the builder collects them.
+
+    ``root`` resolves relative file paths (a workflow store's directory).
+    """
     node_parts, edge_parts = [], []
     for header, tables in segments:
         seg, kind, meta = int(header["seg"]), header["kind"], header["meta"]
         if kind == "base":
-            n, e = _base(seg, meta, tables)
+            n, e = _base(seg, meta, tables, root)
+            if meta.get("type"):
+                n["type"] = meta["type"]
+        elif kind == "boundary":
+            n, e = _boundary(seg, meta, root)
+        elif kind == "invocation":
+            n, e = _nodes([np.int64(seg) << np.int64(SEGMENT_SHIFT)], "p", meta["label"], seg), _edges([], [])
+            n["type"] = "m"
         elif kind == "group":
             n, e = _group(seg, meta, tables)
         elif kind == "rownode":
             n, e = _rownode(seg, meta, tables["nodes"])
         else:
             raise StoreError(f"unknown segment kind {kind!r} in segment {seg}; written by a newer lipspark?")
+        for attr in ("module", "node", "execution", "invocation"):
+            n[attr] = meta.get(attr)
         node_parts.append(n)
         edge_parts.append(e)
     nodes = pd.concat(node_parts, ignore_index=True) if node_parts else pd.DataFrame(columns=NODE_COLUMNS)
+    nodes = nodes.reindex(columns=NODE_COLUMNS)
     edges = pd.concat(edge_parts, ignore_index=True) if edge_parts else _edges([], [])
     nodes = nodes.drop_duplicates(["id", "kind", "label"]).reset_index(drop=True)
     dup = nodes["id"].duplicated(keep=False)

@@ -41,9 +41,16 @@ class ProvenanceGraph:
         self._children: dict[int, list[int]] | None = None
 
     @classmethod
-    def from_segments(cls, segments: list[tuple[dict[str, Any], dict[str, Any]]]) -> "ProvenanceGraph":
-        nodes, edges = expand_segments(segments)
+    def from_segments(cls, segments: list[tuple[dict[str, Any], dict[str, Any]]], root: str | None = None) -> "ProvenanceGraph":
+        nodes, edges = expand_segments(segments, root)
         return cls(nodes, edges)
+
+    @classmethod
+    def load(cls, path: str) -> "ProvenanceGraph":
+        """Load a workflow store's graph, or a graph written by :meth:`Tracker.write`."""
+        from lipspark.graph.load import load_graph
+
+        return load_graph(path)
 
     # ------------------------------------------------------------------ structure
     def __len__(self) -> int:
@@ -122,7 +129,7 @@ class ProvenanceGraph:
         row = self.nodes.loc[n]
         label, kind = row["label"], row["kind"]
         if kind == "p":
-            if not kids:
+            if row["relation"] is not None and not kids:
                 return Token(label)
             if label in ("·", "+", "δ"):
                 exprs = sorted(exprs, key=str)  # canonical display; · and + commute

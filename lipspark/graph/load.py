@@ -1,0 +1,64 @@
+"""Reading a graph back: from a ``Tracker.write`` directory or a whole workflow store."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from lipspark.errors import StoreError
+from lipspark.graph.builder import FORMAT_VERSION
+
+__all__ = ["read_manifest", "read_segments", "load_graph"]
+
+
+def read_manifest(path: str) -> dict[str, Any]:
+    """The manifest of a graph directory, checked for format and version."""
+    mpath = os.path.join(path, "manifest.json")
+    if not os.path.exists(mpath):
+        raise StoreError(f"no graph at {path} (manifest.json missing)")
+    try:
+        with open(mpath) as fh:
+            manifest = json.load(fh)
+    except ValueError as err:
+        raise StoreError(f"the graph at {path} is corrupt: manifest.json does not parse ({err})") from err
+    if manifest.get("format") != "lipspark-graph":
+        raise StoreError(f"{mpath} is not a lipspark graph manifest")
+    if manifest.get("version") != FORMAT_VERSION:
+        raise StoreError(f"the graph at {path} has format version {manifest.get('version')}; this lipspark reads {FORMAT_VERSION}")
+    return manifest
+
+
+def read_segments(path: str, manifest: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``[(header, {table: pyarrow.Table})]`` of a graph directory."""
+    out = []
+    for seg in manifest["segments"]:
+        tables = {}
+        for name, rel in seg.get("tables", {}).items():
+            tpath = os.path.join(path, rel)
+            try:
+                tables[name] = pq.ParquetDataset(tpath).read()
+            except Exception as err:  # pyarrow raises several types for missing/corrupt files
+                raise StoreError(f"the graph at {path} is corrupt: table {rel} cannot be read ({err})") from err
+        out.append(({k: v for k, v in seg.items() if k != "tables"}, tables))
+    return out
+
+
+def load_graph(path: str) -> Any:
+    """Load the graph of a workflow store (``store.json``) or of a graph directory (``manifest.json``)."""
+    from lipspark.graph.model import ProvenanceGraph
+
+    if os.path.exists(os.path.join(path, "store.json")):
+        from lipspark.workflow.store import Store
+
+        store = Store.open(path)
+        if not store.meta["provenance"]:
+            raise StoreError(f"the store at {path} was run with --no-provenance: it has outputs and state but no graph")
+        segments = []
+        for gdir, manifest in store.graph_manifests():
+            read_manifest(gdir)
+            segments += read_segments(gdir, manifest)
+        return ProvenanceGraph.from_segments(segments, root=store.root)
+    manifest = read_manifest(path)
+    return ProvenanceGraph.from_segments(read_segments(path, manifest), root=path)
