@@ -295,6 +295,7 @@ class AnnotatedFrame:
                             extra.append(F.col(hid).alias(temp[hid]))
             out = self._df.select(*cols, *extra)
             for it in bb_items:
+                out = self._tracker.share(out)
                 out = self._record_black_box_values(out, it, temp)
                 values.append(it.name)
             out = out.drop(*temp.values())
@@ -545,6 +546,7 @@ class AnnotatedFrame:
         k = max(f._k for f in frames)
         members = []
         for f in frames:
+            tracker.share(f._df)
             pad = [F.lit(0).cast("long").alias(factor(i)) for i in range(f._k, k)] if k > 1 else []
             fcols = f._factor_cols() if k > 1 else []
             members.append(f._df.select(F.lit(node).alias("g"), f._member_id(seg).alias("m"), *fcols, *pad))
@@ -636,6 +638,7 @@ class AnnotatedGroupedData:
                     "compute expressions over aggregates in a following select); or " + _BLACK_BOX_HINT,
                 )
         seg = tracker.builder.allocate()
+        tracker.share(fr._df)
         key_names = plain.columns[: len(keys)]
         key_types = [plain.schema[i].dataType for i in range(len(keys))]
         member = fr._member_id(seg)
@@ -676,11 +679,13 @@ class AnnotatedGroupedData:
         else:
             out = plain
         out_keys = [_normalized(F.col(n), t) for n, t in zip(key_names, key_types)]
-        out = out.withColumn(factor(0), group_id(out_keys))
-        value_names = []
-        for n, (j, label, it) in enumerate(aggs):
-            out = out.withColumn(value_col(it.name), aggregate_node_id(F.col(factor(0)), n))
-            value_names.append(it.name)
+        gid = group_id(out_keys)
+        value_names = [it.name for _, _, it in aggs]
+        out = out.select(
+            "*",
+            gid.alias(factor(0)),
+            *[aggregate_node_id(gid, n).alias(value_col(name)) for n, name in enumerate(value_names)],
+        )
         meta = {"label": "δ", "k": fr._k, "aggregates": agg_meta}
         if not keys:
             meta["group"] = seg << SEGMENT_SHIFT

@@ -81,10 +81,10 @@ def cogroup(key: "str | Sequence[str]", **relations: Any) -> Any:
     tracker = first.tracker
     seg = tracker.builder.allocate()
     k = builtins.max(f._k for f in frames)
-    plain_schema = _cogroup_frames(keys, {n: f.to_plain() for n, f in relations.items()}).schema
-    key_types = [plain_schema[kname].dataType for kname in keys]
+    key_types = [first._df.schema[kname].dataType for kname in keys]
     members, member_structs = [], {}
     for name, f in relations.items():
+        tracker.share(f._df)
         pad = [F.lit(0).cast("long").alias(factor(i)) for i in range(f._k, k)] if k > 1 else []
         fcols = f._factor_cols() if k > 1 else []
         in_keys = [_normalized(F.col(kn), t) for kn, t in zip(keys, key_types)]

@@ -8,6 +8,7 @@ which black-box UDFs it calls. Anything it does not recognise is reported, never
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,12 +39,34 @@ def _seq(jseq: Any) -> list[Any]:
     return [jseq.apply(i) for i in range(jseq.size())]
 
 
-def _walk(jexpr: Any):
-    stack = [jexpr]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(_seq(node.children()))
+@dataclass
+class _Node:
+    """A Catalyst expression node read from its JSON form (one Py4J call per tree)."""
+
+    cls: str
+    fields: dict[str, Any]
+    children: list["_Node"]
+
+    def walk(self):
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(node.children)
+
+
+def _tree(jexpr: Any) -> _Node:
+    nodes = json.loads(jexpr.toJSON())
+    pos = 0
+
+    def build() -> _Node:
+        nonlocal pos
+        raw = nodes[pos]
+        pos += 1
+        kids = [build() for _ in range(int(raw["num-children"]))]
+        return _Node(raw["class"].rsplit(".", 1)[-1], raw, kids)
+
+    return build()
 
 
 @dataclass(frozen=True)
@@ -74,20 +97,20 @@ class Projection:
 
 
 def _item(jexpr: Any) -> ProjectionItem:
-    name = str(jexpr.name())
-    inner = jexpr.child() if node_name(jexpr) == "Alias" else jexpr
-    source = str(inner.name()) if node_name(inner) == "AttributeReference" else None
+    top = _tree(jexpr)
+    name = str(top.fields["name"])
+    inner = top.children[0] if top.cls == "Alias" else top
+    source = str(inner.fields["name"]) if inner.cls == "AttributeReference" else None
     udfs: list[str] = []
     udf_args: list[tuple[str, ...]] = []
-    for node in _walk(inner):
-        if node_name(node) == "PythonUDF":
-            udfs.append(str(node.name()))
-            args = []
-            for child in _seq(node.children()):
-                args.append(str(child.name()) if node_name(child) == "AttributeReference" else "")
-            udf_args.append(tuple(args))
-    refs = tuple(sorted({str(a.name()) for a in _seq(inner.references().toSeq())}))
-    return ProjectionItem(name, source, tuple(udfs), refs, tuple(udf_args))
+    refs = set()
+    for node in inner.walk():
+        if node.cls == "PythonUDF":
+            udfs.append(str(node.fields["name"]))
+            udf_args.append(tuple(str(c.fields["name"]) if c.cls == "AttributeReference" else "" for c in node.children))
+        elif node.cls == "AttributeReference":
+            refs.add(str(node.fields["name"]))
+    return ProjectionItem(name, source, tuple(udfs), tuple(sorted(refs)), tuple(udf_args))
 
 
 def read_projection(source: DataFrame, projected: DataFrame) -> Projection | None:
@@ -141,28 +164,33 @@ def read_aggregate(aggregated: DataFrame) -> list[AggregateItem] | None:
     if node_name(top) != "Aggregate":
         return None
     out: list[AggregateItem] = []
-    for expr in _seq(top.aggregateExpressions()):
-        name = str(expr.name())
-        inner = expr.child() if node_name(expr) == "Alias" else expr
-        if node_name(inner) == "AggregateExpression":
-            fn = inner.aggregateFunction()
-            args = _seq(fn.children())
-            arg = args[0] if args else None
+    for jexpr in _seq(top.aggregateExpressions()):
+        tree = _tree(jexpr)
+        name = str(tree.fields["name"])
+        inner = tree.children[0] if tree.cls == "Alias" else tree
+        if inner.cls == "AggregateExpression":
+            fn = inner.children[0]
+            arg = fn.children[0] if fn.children else None
+            argument = None
+            if arg is not None and arg.cls != "Literal":
+                jinner = jexpr.child() if tree.cls == "Alias" else jexpr
+                argument = str(jinner.aggregateFunction().children().apply(0).sql())
+            elif arg is not None:
+                argument = "1"
             out.append(
                 AggregateItem(
                     name,
-                    node_name(fn),
-                    bool(inner.isDistinct()),
-                    str(arg.sql()) if arg is not None else None,
-                    arg is not None and node_name(arg) == "Literal",
-                    len(args),
-                    bool(inner.filter().isDefined()),
+                    fn.cls,
+                    bool(inner.fields.get("isDistinct")),
+                    argument,
+                    arg is not None and arg.cls == "Literal",
+                    len(fn.children),
+                    len(inner.children) > 1,  # the FILTER clause is the second child
                 )
             )
-        elif node_name(inner) == "AttributeReference":
+        elif inner.cls == "AttributeReference":
             out.append(AggregateItem(name, None))
         else:
             # an expression over aggregates or keys, e.g. sum(a) + 1
-            kinds = {node_name(n) for n in _walk(inner)}
-            out.append(AggregateItem(name, "Expression:" + ",".join(sorted(kinds))))
+            out.append(AggregateItem(name, "Expression:" + ",".join(sorted({n.cls for n in inner.walk()}))))
     return out

@@ -91,10 +91,30 @@ class Tracker:
         so that all invocations of an execution share one graph).
     """
 
-    def __init__(self, spark: SparkSession, builder: GraphBuilder | None = None) -> None:
+    def __init__(self, spark: SparkSession, builder: GraphBuilder | None = None, *, share_breaker_inputs: bool = False) -> None:
         self.spark = spark
         self.builder = builder or GraphBuilder()
+        self.share_breaker_inputs = share_breaker_inputs
         self._relations: set[str] = set()
+        self._persisted: list[DataFrame] = []
+
+    def share(self, df: DataFrame) -> DataFrame:
+        """Mark the input of a pipeline breaker to be computed once for the output and the graph.
+
+        With ``share_breaker_inputs`` (the workflow layer turns it on: module relations are
+        small) the frame is cached, so writing the graph does not recompute the module's
+        pipeline; :meth:`release` frees the caches. Otherwise a no-op.
+        """
+        if self.share_breaker_inputs:
+            df.persist()
+            self._persisted.append(df)
+        return df
+
+    def release(self) -> None:
+        """Unpersist what :meth:`share` cached."""
+        for df in self._persisted:
+            df.unpersist()
+        self._persisted.clear()
 
     def annotate(self, df: DataFrame, relation: str, key: Sequence[str] | None = None) -> AnnotatedFrame:
         """Annotate a base relation: every row gets a token p-node.

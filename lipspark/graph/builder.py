@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
@@ -105,24 +106,44 @@ class GraphBuilder:
     def write(self, path: str) -> dict[str, Any]:
         """Write every segment as Parquet under ``path`` plus a ``manifest.json``.
 
-        Returns the manifest. The directory must not exist yet (the workflow store handles
-        appending and atomicity).
+        Tables of the same name (all ``members``, all ``nodes``) are written together by one
+        Spark job, partitioned by segment, so a graph costs one job per table kind rather than
+        one per operation. Returns the manifest. ``path`` must not exist yet or be empty.
         """
         if os.path.exists(path) and os.listdir(path):
             raise AnnotationError(f"refusing to write a graph into non-empty directory {path!r}")
-        manifest = {"format": "lipspark-graph", "version": FORMAT_VERSION, "segments": []}
+        manifest: dict[str, Any] = {"format": "lipspark-graph", "version": FORMAT_VERSION, "segments": []}
+        headers = {s.seg: {**_header(s), "tables": {}} for s in self.segments}
+        by_name: dict[str, list[tuple[int, DataFrame]]] = {}
         for s in self.segments:
-            header = _header(s)
-            header["tables"] = {}
             for name, df in s.tables.items():
-                rel = f"seg-{s.seg:06d}/{name}"
-                df.write.mode("errorifexists").parquet(os.path.join(path, rel))
-                header["tables"][name] = rel
-            manifest["segments"].append(header)
+                by_name.setdefault(name, []).append((s.seg, df))
+        for name, parts in by_name.items():
+            if name == "tuples":  # base relations copied into the graph: columns differ, one job each
+                for seg, df in parts:
+                    rel = f"seg-{seg:06d}/{name}"
+                    df.write.mode("errorifexists").parquet(os.path.join(path, rel))
+                    headers[seg]["tables"][name] = {"path": rel}
+                continue
+            frames = []
+            for seg, df in parts:
+                renamed = {c: f"{c}_{_type_code(df.schema[c].dataType)}" for c in df.columns if c.startswith("x")}
+                cols = [F.col(c).alias(renamed.get(c, c)) for c in df.columns]
+                frames.append(df.select(F.lit(seg).alias("seg"), *cols))
+                headers[seg]["tables"][name] = {"path": f"{name}/seg={seg}", "columns": {v: k for k, v in renamed.items()}}
+            union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+            union.write.mode("errorifexists").partitionBy("seg").parquet(os.path.join(path, name))
+            for seg, _ in parts:  # a segment with no rows gets no partition directory
+                os.makedirs(os.path.join(path, name, f"seg={seg}"), exist_ok=True)
+        manifest["segments"] = [headers[s.seg] for s in self.segments]
         os.makedirs(path, exist_ok=True)
         with open(os.path.join(path, "manifest.json"), "w") as fh:
             json.dump(manifest, fh, indent=1)
         return manifest
+
+
+def _type_code(dtype: Any) -> str:
+    return "".join(ch for ch in dtype.simpleString() if ch.isalnum())
 
 
 def _header(s: Segment) -> dict[str, Any]:

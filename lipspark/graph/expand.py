@@ -132,6 +132,10 @@ def _group(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table]) -> tuple
     k = int(meta["k"])
     aggs = list(meta.get("aggregates", []))
     fcols = [f"__lp_f{i}" for i in range(k)] if k > 1 else []
+    needed = {f"x{a['arg']}" for a in aggs if a["arg"] is not None}
+    for c in [*fcols, *sorted(needed)]:  # a segment with no rows was written without its columns
+        if c not in m.columns:
+            m[c] = pd.Series(pd.NA, index=m.index, dtype="object")
     xcols = sorted(c for c in m.columns if re.fullmatch(r"x\d+", c))
     m = m.sort_values(["g", "m", *fcols, *xcols], kind="stable", na_position="first").reset_index(drop=True)
     groups = np.unique(m["g"].to_numpy(dtype="int64"))

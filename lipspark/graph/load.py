@@ -5,6 +5,7 @@ import json
 import os
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lipspark.errors import StoreError
@@ -35,12 +36,19 @@ def read_segments(path: str, manifest: dict[str, Any]) -> list[tuple[dict[str, A
     out = []
     for seg in manifest["segments"]:
         tables = {}
-        for name, rel in seg.get("tables", {}).items():
-            tpath = os.path.join(path, rel)
+        for name, entry in seg.get("tables", {}).items():
+            tpath = os.path.join(path, entry["path"])
             try:
-                tables[name] = pq.ParquetDataset(tpath).read()
+                files = sorted(os.path.join(tpath, f) for f in os.listdir(tpath) if f.endswith(".parquet"))
+                table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default") if files else None
             except Exception as err:  # pyarrow raises several types for missing/corrupt files
-                raise StoreError(f"the graph at {path} is corrupt: table {rel} cannot be read ({err})") from err
+                raise StoreError(f"the graph at {path} is corrupt: table {entry['path']} cannot be read ({err})") from err
+            renames = entry.get("columns", {})
+            if table is None:
+                table = pa.table({"g": pa.array([], pa.int64()), "m": pa.array([], pa.int64()), "id": pa.array([], pa.int64()),
+                                  "children": pa.array([], pa.list_(pa.int64())), "value": pa.array([], pa.string())})
+            table = table.rename_columns([renames.get(c, c) for c in table.column_names])
+            tables[name] = table
         out.append(({k: v for k, v in seg.items() if k != "tables"}, tables))
     return out
 

@@ -48,7 +48,8 @@ def graph_stats(path: str) -> GraphStats:
         manifest = json.load(fh)
     nodes = edges = 0
     for seg in manifest["segments"]:
-        tables = {n: os.path.join(path, rel) for n, rel in seg["tables"].items()}
+        tables = {n: os.path.join(path, e["path"]) for n, e in seg["tables"].items()}
+        renames = {n: {v: k for k, v in e.get("columns", {}).items()} for n, e in seg["tables"].items()}
         meta = seg["meta"]
         if seg["kind"] == "base":
             if "files" in meta:
@@ -60,7 +61,9 @@ def graph_stats(path: str) -> GraphStats:
             aggs = meta.get("aggregates", [])
             fcols = [f"__lp_f{i}" for i in range(k)] if k > 1 else []
             xcols = sorted({f"x{a['arg']}" for a in aggs if a["arg"] is not None})
-            t = pq.ParquetDataset(tables["members"]).read(columns=["g", "m", *fcols, *xcols])
+            xr = renames["members"]
+            t = pq.ParquetDataset(tables["members"]).read(columns=["g", "m", *fcols, *[xr.get(c, c) for c in xcols]])
+            t = t.rename_columns(["g", "m", *fcols, *xcols])
             groups = len(pc.unique(t["g"]))
             nodes += groups
             edges += t.num_rows

@@ -1,0 +1,136 @@
+"""Modules (Lipstick Definition 2.1): input, state and output schemas, and the logic between them.
+
+A module's logic is one Python function over frames — plain DataFrames with provenance off,
+annotated frames with it on — that receives every input and state relation by name and returns
+every output relation and the state relations it changes.
+
+>>> m = Module("echo", inputs={"In": "x int"}, outputs={"Out": "x int"},
+...            logic=lambda In: {"Out": In})
+>>> m.input_names, m.output_names, m.state_names
+(('In',), ('Out',), ())
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from lipspark.errors import SchemaError, WorkflowError
+
+__all__ = ["Relation", "Module", "parse_schema"]
+
+
+def parse_schema(ddl: "str | Mapping[str, str] | list[tuple[str, str]]") -> tuple[tuple[str, str], ...]:
+    """``"CarId string, Model string"`` (or a mapping) → ``(("CarId", "string"), ("Model", "string"))``.
+
+    >>> parse_schema("a int, b array<string>")
+    (('a', 'int'), ('b', 'array<string>'))
+    """
+    if isinstance(ddl, Mapping):
+        items = list(ddl.items())
+    elif isinstance(ddl, str):
+        items, depth, cur = [], 0, ""
+        for ch in ddl + ",":
+            if ch == "," and depth == 0:
+                if cur.strip():
+                    parts = cur.strip().split(None, 1)
+                    if len(parts) != 2:
+                        raise WorkflowError(f"schema entry {cur.strip()!r} should be 'name type' in {ddl!r}")
+                    items.append((parts[0], parts[1].strip()))
+                cur = ""
+                continue
+            depth += ch in "<(" and 1 or (-1 if ch in ">)" else 0)
+            cur += ch
+    else:
+        items = list(ddl)
+    names = [n for n, _ in items]
+    if len(set(names)) != len(names):
+        raise WorkflowError(f"schema {ddl!r} repeats a column name")
+    return tuple((str(n), str(t).lower().replace(" ", "")) for n, t in items)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A named relation schema with an optional key (used for readable tokens, e.g. ``Cars:C2``)."""
+
+    name: str
+    columns: tuple[tuple[str, str], ...]
+    key: tuple[str, ...] = ()
+
+    @property
+    def ddl(self) -> str:
+        return ", ".join(f"`{n}` {t}" for n, t in self.columns)
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.columns)
+
+    def check(self, module: str, found: list[tuple[str, str]]) -> None:
+        """Raise :class:`SchemaError` unless ``found`` (name, type) pairs match this schema."""
+        expected = [(n, t) for n, t in self.columns]
+        got = [(n, t.lower().replace(" ", "")) for n, t in found]
+        if expected != got:
+            raise SchemaError(
+                f"module {module!r}, relation {self.name!r}: expected columns "
+                f"{', '.join(f'{n} {t}' for n, t in expected)}; found {', '.join(f'{n} {t}' for n, t in got) or 'none'}"
+            )
+
+
+@dataclass(frozen=True)
+class Module:
+    """A module: ``(S_in, S_state, S_out, Q_state, Q_out)`` with Q given as one function.
+
+    Parameters
+    ----------
+    name
+        Unique module name (also the label of its invocation nodes).
+    inputs, state, outputs
+        Relation name → schema (DDL string such as ``"CarId string, Model string"``).
+    logic
+        ``logic(**inputs, **state) -> {relation: frame}`` returning every output relation and any
+        state relation it replaces (state relations it does not return stay as they were).
+    keys
+        Relation name → key columns, for readable tokens of state and input tuples.
+    """
+
+    name: str
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    state: Mapping[str, Any] = field(default_factory=dict)
+    outputs: Mapping[str, Any] = field(default_factory=dict)
+    logic: Callable[..., Mapping[str, Any]] | None = None
+    keys: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.replace("_", "").isalnum():
+            raise WorkflowError(f"module name must be alphanumeric (underscores allowed), got {self.name!r}")
+        if self.logic is None or not callable(self.logic):
+            raise WorkflowError(f"module {self.name!r} needs a logic function")
+        rels: dict[str, Relation] = {}
+        for group in ("inputs", "state", "outputs"):
+            for rname, ddl in getattr(self, group).items():
+                if rname in rels:
+                    raise WorkflowError(f"module {self.name!r}: relation {rname!r} appears in more than one of inputs/state/outputs (they must be disjoint)")
+                key = tuple(self.keys.get(rname, ()))
+                rel = Relation(rname, parse_schema(ddl), key)
+                missing = [k for k in key if k not in rel.column_names]
+                if missing:
+                    raise WorkflowError(f"module {self.name!r}, relation {rname!r}: key columns {missing} are not columns")
+                rels[rname] = rel
+        unknown = [k for k in self.keys if k not in rels]
+        if unknown:
+            raise WorkflowError(f"module {self.name!r}: keys given for unknown relations {unknown}")
+        object.__setattr__(self, "_relations", rels)
+
+    def relation(self, name: str) -> Relation:
+        return self._relations[name]  # type: ignore[attr-defined]
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        return tuple(self.inputs)
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        return tuple(self.state)
+
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        return tuple(self.outputs)

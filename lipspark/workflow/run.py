@@ -1,0 +1,148 @@
+"""Running a workflow definition: a sequence of executions into a provenance store.
+
+>>> from lipspark.workflow.run import RunSummary
+>>> RunSummary("w", "graphs/w", 2, 2, False, {}, 10, 12, 1000, 1.0, [0.5, 0.5]).executions_total
+2
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from lipspark.errors import StoreError
+from lipspark.workflow.definition import WorkflowDefinition, load_definition
+from lipspark.workflow.execution import Executor, relation_frame
+from lipspark.workflow.store import Store
+
+__all__ = ["RunSummary", "run"]
+
+
+@dataclass
+class RunSummary:
+    """What a run did: executions, outputs, graph size, where it is stored, how long it took."""
+
+    workflow: str
+    store: str
+    executions_run: int
+    executions_total: int
+    stopped_early: bool
+    outputs: dict[str, dict[str, int]]
+    nodes: int | None
+    edges: int | None
+    bytes: int
+    seconds: float
+    execution_seconds: list[float] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        lines = [
+            f"workflow     {self.workflow}",
+            f"executions   {self.executions_run} run now, {self.executions_total} in the store" + (" (stopped: condition met)" if self.stopped_early else ""),
+            "outputs      " + ("; ".join(f"{n}.{r}: {c} rows" for n, rels in self.outputs.items() for r, c in rels.items()) or "none"),
+            f"graph        {self.nodes:,} nodes, {self.edges:,} edges" if self.nodes is not None else "graph        none (provenance off)",
+            f"store        {self.store} ({self.bytes:,} bytes)",
+            f"time         {self.seconds:.1f}s" + (f" ({sum(self.execution_seconds) / len(self.execution_seconds):.2f}s per execution)" if self.execution_seconds else ""),
+        ]
+        return "\n".join(lines)
+
+
+def _dir_bytes(path: str) -> int:
+    total = 0
+    for root, _, files in os.walk(path):
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files if not f.endswith(".crc"))
+    return total
+
+
+def run(
+    definition: "WorkflowDefinition | str",
+    *,
+    graph_dir: str | None = None,
+    executions: int | None = None,
+    provenance: bool = True,
+    master: str | None = None,
+    params: dict[str, Any] | None = None,
+    progress: bool = False,
+    spark: Any = None,
+    count_graph: bool = True,
+) -> RunSummary:
+    """Run (or continue) a sequence of executions of a workflow definition.
+
+    Parameters
+    ----------
+    definition
+        A :class:`WorkflowDefinition` or the path of a file defining ``DEFINITION``.
+    graph_dir
+        Store directory (default ``graphs/<name>``, or ``graphs/<name>-plain`` without provenance).
+        An existing store is continued from its last committed execution.
+    executions
+        How many executions to run now (default: the ``numExec`` parameter, else 1).
+    provenance
+        Record provenance (``False`` runs the same module code on plain DataFrames).
+    master
+        Spark master URL (default embedded ``local[2]``).
+    params
+        Parameter overrides (e.g. ``{"numCars": 2000, "seed": 7}``).
+    """
+    from lipspark.session import get_spark
+
+    t0 = time.perf_counter()
+    if isinstance(definition, str):
+        definition = load_definition(definition)
+    p = definition.with_params(params or {})
+    graph_dir = graph_dir or os.path.join("graphs", definition.name + ("" if provenance else "-plain"))
+    spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}")
+    if os.path.exists(os.path.join(graph_dir, "store.json")):
+        store = Store.open(graph_dir)
+        if store.meta["workflow"] != definition.name:
+            raise StoreError(f"{graph_dir} holds workflow {store.meta['workflow']!r}, not {definition.name!r}")
+        if store.meta["provenance"] != provenance:
+            raise StoreError(f"{graph_dir} was run with provenance {'on' if store.meta['provenance'] else 'off'}; continue it the same way or use another --graph")
+        if store.meta["params"] != p:
+            changed = sorted(k for k in p if store.meta["params"].get(k) != p[k])
+            raise StoreError(f"{graph_dir} was created with other parameters ({', '.join(changed)}); continue it with the same ones or use another --graph")
+    else:
+        store = Store.create(graph_dir, definition.name, provenance, p)
+    workflow = definition.build(p)
+    executor = Executor(spark, workflow, store, provenance=provenance)
+    executor.initialize(definition.initial_state(spark, p))
+    n_run = executions if executions is not None else int(p.get("numExec", 1))
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=n_run, desc=definition.name, unit="exec")
+    times, stopped, record = [], False, None
+    try:
+        for _ in range(n_run):
+            e0 = time.perf_counter()
+            n = store.next_execution
+            record = executor.execute(definition.inputs(spark, n, p))
+            times.append(time.perf_counter() - e0)
+            if bar:
+                bar.update(1)
+            if definition.stop is not None:
+                out_rows = {
+                    node: {r: relation_frame(spark, store, d).collect() for r, d in rels.items()}
+                    for node, rels in record["outputs"].items()
+                    if workflow.nodes[node].output
+                }
+                if definition.stop(out_rows, p):
+                    stopped = True
+                    break
+    finally:
+        if bar:
+            bar.close()
+    outputs: dict[str, dict[str, int]] = {}
+    if store.executions:
+        last = store.executions[-1]["outputs"]
+        for node, rels in last.items():
+            if workflow.nodes[node].output:
+                outputs[node] = {r: relation_frame(spark, store, d).count() for r, d in rels.items()}
+    nodes = edges = None
+    if provenance and count_graph:
+        from lipspark.graph.load import load_graph
+
+        g = load_graph(store.root)
+        nodes, edges = len(g), g.num_edges
+    return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, outputs, nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times)

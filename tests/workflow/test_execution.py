@@ -1,0 +1,156 @@
+"""Executions, state, the coarse graph around the fine one, the store, crash safety."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from lipspark.errors import SchemaError, StoreError
+from lipspark.graph.load import load_graph
+from lipspark.workflow import Module, Store, Workflow, WorkflowDefinition, load_definition, run
+from lipspark.workflow.execution import relation_frame
+from tests.util import multiset
+
+HERE = os.path.dirname(__file__)
+LEDGER = os.path.join(HERE, "..", "fixtures", "ledger.py")
+CARS = os.path.join(HERE, "..", "..", "workflows", "car_dealership.py")
+
+
+def stored(spark, root):
+    """Every stored relation of every execution, as multisets: {(execution, kind, node, rel): Counter}."""
+    store = Store.open(root)
+    out = {}
+    for e in store.executions:
+        for kind in ("outputs", "state"):
+            for node, rels in e[kind].items():
+                for rel, desc in rels.items():
+                    out[(e["n"], kind, node, rel)] = multiset(relation_frame(spark, store, desc).collect())
+    return out
+
+
+@pytest.fixture(scope="module")
+def ledger_runs(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("ledger")
+    on, off = str(root / "on"), str(root / "off")
+    run(LEDGER, graph_dir=on, spark=spark, executions=2)
+    run(LEDGER, graph_dir=on, spark=spark, executions=1)  # continue the sequence
+    run(LEDGER, graph_dir=off, spark=spark, provenance=False, executions=3)
+    return on, off
+
+
+def test_state_is_carried_across_executions(spark, ledger_runs):
+    on, _ = ledger_runs
+    store = Store.open(on)
+    assert [e["n"] for e in store.executions] == [1, 2, 3]
+    final = relation_frame(spark, store, store.current_state()["ledger"]["Balances"]).collect()
+    deposits = [("D0-0", "A", 10)] + [(f"D{n}-{i}", "ABC"[(n + i) % 3], 10 * n + i) for n in (1, 2, 3) for i in range(2)]
+    expected = {}
+    for _, acct, amount in deposits:
+        total, count = expected.get(acct, (0, 0))
+        expected[acct] = (total + amount, count + 1)
+    assert {r.Account: (r.Balance, r.Deposits) for r in final} == expected
+
+
+def test_fidelity_provenance_on_and_off(spark, ledger_runs):
+    on, off = ledger_runs
+    a, b = stored(spark, on), stored(spark, off)
+    assert a.keys() == b.keys() and a == b
+
+
+def test_graph_has_every_node_type_with_the_right_edges(spark, ledger_runs):
+    on, _ = ledger_runs
+    g = load_graph(on)
+    nodes = g.nodes
+    assert set(nodes["type"].dropna()) == {"i", "o", "s", "m"}
+    inv = {(r.module, r.execution): r.id for r in nodes[nodes["type"] == "m"].itertuples()}
+    assert len(inv) == 9 and nodes.loc[inv[("ledger", 1)], "label"] == "ledger"
+    # workflow input tuple -> module input node (·, type i) <- intake invocation
+    tok = g.token_id("Deposits:D1-0")
+    (inp,) = [n for n in g.nodes[(g.nodes["type"] == "i") & (g.nodes["label"] == "·")]["id"] if tok in g.children(n)]
+    assert sorted(g.children(inp)) == sorted([tok, inv[("intake", 1)]])
+    # the initial state tuple Seen:D0-0 -> state node (·, type s) <- ledger invocation of execution 1
+    seen0 = g.token_id("Seen:D0-0")
+    states = [n for n in g.nodes[g.nodes["type"] == "s"]["id"] if seen0 in g.children(n)]
+    assert any(sorted(g.children(s)) == sorted([seen0, inv[("ledger", 1)]]) for s in states)
+    # every output node is a · joined with its invocation
+    for o in g.nodes[g.nodes["type"] == "o"].itertuples():
+        assert o.invocation in g.children(o.id) and o.label == "·"
+    # fine-grained nodes between them: the ledger's group-by δ and Sum, tagged with module and execution
+    sums = nodes[(nodes["label"] == "Sum") & (nodes["module"] == "ledger")]
+    assert set(sums["execution"]) == {1, 2, 3}
+    # provenance of a Summary row reaches the deposit that caused it, through the workflow
+    summary_out = [o for o in g.nodes[(g.nodes["type"] == "o") & (g.nodes["module"] == "report") & (g.nodes["execution"] == 1)]["id"]]
+    from lipspark.semiring import tokens
+
+    assert "Deposits:D1-0" in tokens(g.polynomial(summary_out[0]))
+
+
+def test_car_dealership_fidelity_and_graph(spark, tmp_path):
+    params = {"numCars": 4800, "numExec": 1, "acceptance": 1.0, "seed": 3}
+    on = run(CARS, graph_dir=str(tmp_path / "on"), spark=spark, params=params)
+    off = run(CARS, graph_dir=str(tmp_path / "off"), spark=spark, params=params, provenance=False)
+    a, b = stored(spark, on.store), stored(spark, off.store)
+    assert a == b
+    assert on.outputs == off.outputs and on.outputs["car"]["Car"] == 1  # the buyer bought a car
+    g = load_graph(on.store)
+    labels = set(g.nodes["label"])
+    assert {"calcBid", "Count", "Min", "δ", "·"} <= labels
+    assert set(g.nodes["type"].dropna()) == {"i", "o", "s", "m"}
+    # the sold car's output tuple depends on the lot's car and on the buyer's request
+    (car_out,) = g.nodes[(g.nodes["type"] == "o") & (g.nodes["kind"] == "p") & (g.nodes["module"] == "car")]["id"]
+    from lipspark.semiring import tokens
+
+    toks = tokens(g.polynomial(car_out))
+    assert "Requests:B1" in toks and any(t.startswith("Cars:D") for t in toks) and "Choice:P1" in toks
+
+
+def test_schema_mismatch_writes_nothing(spark, tmp_path):
+    bad = Module("m", inputs={"In": "x int"}, outputs={"Out": "x int"}, logic=lambda In: {"Out": In.selectExpr("cast(x as string) as x")})
+    wf = Workflow("bad", [bad]).node("m", "m", input=True, output=True)
+    definition = WorkflowDefinition("bad", lambda p: wf, lambda s, p: {}, lambda s, n, p: {"m": {"In": s.createDataFrame([(1,)], "x int")}})
+    root = str(tmp_path / "bad")
+    with pytest.raises(SchemaError, match=r"module 'm', relation 'Out': expected columns x int; found x string"):
+        run(definition, graph_dir=root, spark=spark, executions=1)
+    store = Store.open(root)
+    assert store.executions == [] and os.listdir(os.path.join(root, "executions")) == []
+
+
+def test_store_errors(tmp_path):
+    with pytest.raises(StoreError, match="no provenance store"):
+        Store.open(str(tmp_path / "missing"))
+    root = tmp_path / "corrupt"
+    root.mkdir()
+    (root / "store.json").write_text("{not json")
+    with pytest.raises(StoreError, match="corrupt"):
+        Store.open(str(root))
+    (root / "store.json").write_text(json.dumps({"format": "lipspark-store", "version": 99}))
+    with pytest.raises(StoreError, match="version 99"):
+        Store.open(str(root))
+    with pytest.raises(StoreError, match="no provenance store|no graph"):
+        load_graph(str(tmp_path / "missing"))
+
+
+def test_kill_mid_execution_leaves_last_complete_execution(spark, tmp_path):
+    root = str(tmp_path / "crash")
+    script = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from lipspark.workflow import run\n"
+        "run(%r, graph_dir=%r, executions=3)\n"
+    ) % (os.path.abspath(os.path.join(HERE, "..", "..")), os.path.abspath(LEDGER), root)
+    env = {**os.environ, "LEDGER_KILL_AT": "2"}
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=600)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    store = Store.open(root)  # discards the half-written execution 2
+    assert [e["n"] for e in store.executions] == [1]
+    assert sorted(os.listdir(os.path.join(root, "executions"))) == ["000001"]
+    # continue: executions 2 and 3 run from the stored state and match an uninterrupted run
+    run(LEDGER, graph_dir=root, spark=spark, executions=2)
+    clean = str(tmp_path / "clean")
+    run(LEDGER, graph_dir=clean, spark=spark, executions=3)
+    assert stored(spark, root) == stored(spark, clean)
+    g1, g2 = load_graph(root), load_graph(clean)
+    assert sorted(g1.nodes["id"]) == sorted(g2.nodes["id"])
+    assert sorted(zip(g1.edges["src"], g1.edges["dst"])) == sorted(zip(g2.edges["src"], g2.edges["dst"]))

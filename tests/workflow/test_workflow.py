@@ -1,0 +1,73 @@
+"""Workflow validation (Definition 2.2): every invalid workflow gets a clear error before running."""
+from __future__ import annotations
+
+import pytest
+
+from lipspark.errors import SchemaError, WorkflowError
+from lipspark.workflow import Module, Workflow
+from lipspark.workflow.module import parse_schema
+
+ident = lambda **rels: {k.replace("In", "Out"): v for k, v in rels.items()}  # noqa: E731
+
+
+def mods():
+    return [
+        Module("a", inputs={"X": "x int"}, outputs={"Y": "x int"}, logic=lambda X: {"Y": X}),
+        Module("b", inputs={"Y": "x int"}, outputs={"Z": "x int"}, logic=lambda Y: {"Z": Y}),
+        Module("c", inputs={"Y": "x int", "W": "x int"}, outputs={"Z": "x int"}, logic=lambda Y, W: {"Z": Y}),
+    ]
+
+
+def test_valid_workflow_and_order():
+    wf = Workflow("w", mods()).node("s", "a", input=True).node("t", "b", output=True).edge("s", "t", ["Y"])
+    assert wf.validate().topological_order() == ["s", "t"]
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda w: w.node("s", "zzz", input=True), "unknown module 'zzz'"),
+        (lambda w: w.node("s", "a", input=True).node("t", "b", output=True).edge("s", "t", ["Q"]), "carries 'Q', which is not an output"),
+        (lambda w: w.node("s", "a", input=True).node("t", "b", output=True).edge("s", "nowhere", ["Y"]), "unknown node 'nowhere'"),
+        (lambda w: w.node("s", "a", input=True).node("t", "c", output=True).edge("s", "t", ["Y"]), "receives nothing for its inputs ['W']"),
+        (lambda w: w.node("s", "a", input=True).node("s2", "a", input=True).node("t", "b", output=True)
+            .edge("s", "t", ["Y"]).edge("s2", "t", ["Y"]), "receives relation 'Y' on two incoming edges"),
+        (lambda w: w.node("s", "a", input=True).node("t", "b").node("u", "b", output=True).edge("s", "t", ["Y"])
+            .edge("t", "u", ["Z"]), "carries 'Z', which is not an input"),
+        (lambda w: w.node("t", "b", output=True), "has no input node"),
+        (lambda w: w.node("s", "a", input=True), "has no output node"),
+        (lambda w: w.node("s", "a", input=True).node("t", "b", output=True).node("s3", "a", input=True).node("t3", "b", output=True)
+            .edge("s", "t", ["Y"]).edge("s3", "t3", ["Y"]), "is not connected"),
+    ],
+)
+def test_invalid_workflows(build, message):
+    with pytest.raises(WorkflowError) as err:
+        build(Workflow("w", mods())).validate()
+    assert message in str(err.value)
+
+
+def test_cycle_is_reported_with_its_path():
+    m = [Module("p", inputs={"A": "x int"}, outputs={"A2": "x int", "B": "x int"}, logic=lambda A: {}),
+         Module("q", inputs={"B": "x int"}, outputs={"A": "x int", "C": "x int"}, logic=lambda B: {}),
+         Module("src", inputs={"S": "x int"}, outputs={"B": "x int"}, logic=lambda S: {})]
+    wf = Workflow("w", m).node("s", "src", input=True).node("p", "p").node("q", "q", output=False).node("o", "q", output=True)
+    wf.edge("p", "q", ["B"]).edge("q", "p", ["A"]).edge("s", "o", ["B"])
+    with pytest.raises(WorkflowError, match="cycle: p -> q -> p|cycle: q -> p -> q"):
+        wf.validate()
+
+
+def test_module_definition_errors():
+    with pytest.raises(WorkflowError, match="disjoint"):
+        Module("m", inputs={"R": "x int"}, outputs={"R": "x int"}, logic=lambda R: {})
+    with pytest.raises(WorkflowError, match="key columns"):
+        Module("m", inputs={"R": "x int"}, keys={"R": ["y"]}, logic=lambda R: {})
+    with pytest.raises(WorkflowError, match="logic"):
+        Module("m", inputs={"R": "x int"})
+    with pytest.raises(WorkflowError, match="schema entry"):
+        parse_schema("x")
+
+
+def test_schema_check_names_module_relation_expected_and_found():
+    m = mods()[0]
+    with pytest.raises(SchemaError, match=r"module 'a', relation 'X': expected columns x int; found x string, y int"):
+        m.relation("X").check("a", [("x", "string"), ("y", "int")])
