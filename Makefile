@@ -23,6 +23,7 @@ demo: check-java $(STAMP)
 
 bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/micro.py
+	$(BIN)/python benchmarks/car_dealership.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis spark-warehouse

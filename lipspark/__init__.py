@@ -1,8 +1,8 @@
 """lipspark: semiring provenance for workflows of PySpark modules (Lipstick, VLDB 2012).
 
 >>> import lipspark
->>> sorted(n for n in lipspark.__all__ if n[0].isupper())[:3]
-['AnnotatedFrame', 'ProvenanceGraph', 'Tracker']
+>>> sorted(n for n in lipspark.__all__ if n[0].isupper())
+['AnnotatedFrame', 'LipsparkError', 'ProvenanceGraph', 'Tracker', 'UnsupportedOperation']
 """
 from __future__ import annotations
 

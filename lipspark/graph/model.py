@@ -2,7 +2,7 @@
 
 >>> import pandas as pd
 >>> nodes = pd.DataFrame({"id": [1, 2, 3], "kind": ["p", "p", "p"], "label": ["R:a", "R:b", "+"],
-...                       "seg": 1, "value": None, "relation": None, "tuple": None})
+...                       "seg": 1, "value": None, "relation": ["R", "R", None], "tuple": None})
 >>> edges = pd.DataFrame({"src": [1, 2], "dst": [3, 3]})
 >>> str(ProvenanceGraph(nodes, edges).polynomial(3))
 'R:a + R:b'
