@@ -497,12 +497,20 @@ class AnnotatedFrame:
             cols += [F.col(factor(i)) if i < fr._k else zero.alias(factor(i)) for i in range(k)]
             for v in values:
                 cols.append(F.col(value_col(names[v])).alias(value_col(v)) if names[v] in fr._values else F.lit(None).cast("long").alias(value_col(v)))
+            cols += [F.col(bag_col(names[b])).alias(bag_col(b)) for b in bags]
             return fr._df.select(*cols)
 
         values = sorted(set(self._values) | {c for c in self._visible if mapping[c] in other._values})
+        bags = sorted(c for c in self._visible if c in self._bags and mapping[c] in other._bags)
+        half = sorted({c for c in self._visible if (c in self._bags) != (mapping[c] in other._bags)})
+        if half:
+            raise UnsupportedOperation(
+                f"union of nested bag column(s) {half} whose members have provenance on one side only",
+                "build the bags on both sides the same way (collect_list or cogroup), or drop the column",
+            )
         left = side(self, {c: c for c in self._visible})
         right = side(other, mapping)
-        return self._new(left.union(right), k=k, values=values, bags=())
+        return self._new(left.union(right), k=k, values=values, bags=bags)
 
     # ------------------------------------------------------------------ δ
     def distinct(self) -> "AnnotatedFrame":
@@ -608,6 +616,11 @@ class AnnotatedGroupedData:
     def _run(self, exprs: list[Any], distinct: bool = False) -> AnnotatedFrame:
         fr = self._frame
         tracker = fr._tracker
+        if fr._bags and (distinct or any(isinstance(k, str) and k in fr._bags for k in self._keys)):
+            raise UnsupportedOperation(
+                f"{'distinct' if distinct else 'groupBy'} over nested bag column(s) {list(fr._bags)} whose members have provenance",
+                "explode the bag first, or drop the column before de-duplicating",
+            )
         keys = [F.col(k) if isinstance(k, str) else k for k in self._keys]
         for k in self._keys:
             if isinstance(k, str):

@@ -177,3 +177,20 @@ def test_mixing_plain_and_annotated_is_an_error(spark):
         r.join(spark.createDataFrame(*S[:2]), "k")
     with pytest.raises(AnnotationError, match="reserved"):
         r.withColumn("__lp_x", F.lit(1))
+
+
+def test_bags_with_member_provenance_are_never_silently_dropped(spark):
+    from lipspark import Tracker
+
+    t = Tracker(spark)
+    r = t.annotate(spark.createDataFrame(*R[:2]), "R", key=["id"])
+    bags = r.groupBy("k").agg(F.collect_list("id").alias("ids"))
+    with pytest.raises(UnsupportedOperation, match="distinct over nested bag"):
+        bags.distinct()
+    with pytest.raises(UnsupportedOperation, match="one side only"):
+        bags.union(r.select("k", F.array(F.col("id")).alias("ids")))
+    # both sides with member provenance: carried through, explode still reaches the members
+    both = bags.union(bags).select("k", F.explode("ids").alias("id"))
+    g = t.graph()
+    polys = sorted(str(g.polynomial(x.annotation)) for x in both.collect_annotated() if x.row["id"] == 3)
+    assert polys == ["δ(R:3 + R:4)·R:3", "δ(R:3 + R:4)·R:3"]

@@ -19,7 +19,6 @@ filter / select / join / union / distinct / groupBy-agg, we check:
 from __future__ import annotations
 
 import math
-import operator
 import os
 from collections import Counter
 from dataclasses import dataclass
@@ -47,14 +46,7 @@ SETTINGS = settings(
 BASE_COLUMNS = {"R": ["rid", "a", "b", "v"], "S": ["sid", "a", "b", "v"]}
 KEYS = {"R": "rid", "S": "sid"}
 SCHEMAS = {n: ", ".join(f"{c} int" for c in cols) for n, cols in BASE_COLUMNS.items()}
-SPARK_CMP = {
-    "<": operator.lt,
-    "<=": operator.le,
-    "==": operator.eq,
-    "!=": operator.ne,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
+SPARK_CMP = ref.COMPARATORS  # operator functions work on Spark Columns as on Python values
 
 
 # ---------------------------------------------------------------------- plan AST

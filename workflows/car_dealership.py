@@ -97,7 +97,8 @@ def make_dealer(k: int) -> Module:
         )
         # ---- purchase phase: sell the accepted bid's car with the smallest CarId still on the lot
         buys = Requests.filter((F.col("Kind") == "buy") & (F.col("Dealer") == k)).select("BidId", "Model", "Amount")
-        status = cogroup("CarId", Cars=Cars, Sold=SoldCars)
+        candidates = Cars.join(buys.select("Model"), "Model").select("CarId", "Model")  # cars of the bought model
+        status = cogroup("CarId", Cars=candidates, Sold=SoldCars)
         available = status.filter((F.size("Sold") == 0) & (F.size("Cars") > 0)).select(
             "CarId", F.col("Cars")[0]["Model"].alias("Model"))
         chosen = available.join(buys, "Model").groupBy("BidId", "Model", "Amount").agg(F.min("CarId").alias("CarId"))

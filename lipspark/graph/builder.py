@@ -131,6 +131,9 @@ class GraphBuilder:
                 cols = [F.col(c).alias(renamed.get(c, c)) for c in df.columns]
                 frames.append(df.select(F.lit(seg).alias("seg"), *cols))
                 headers[seg]["tables"][name] = {"path": f"{name}/seg={seg}", "columns": {v: k for k, v in renamed.items()}}
+            if len(frames) == 1:  # one segment: no partitioned writer (it would sort every row)
+                frames[0].drop("seg").write.mode("errorifexists").parquet(os.path.join(path, name, f"seg={parts[0][0]}"))
+                continue
             union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
             union.write.mode("errorifexists").partitionBy("seg").parquet(os.path.join(path, name))
             for seg, _ in parts:  # a segment with no rows gets no partition directory

@@ -209,6 +209,15 @@ def _stored_p(desc: dict[str, Any], df: pd.DataFrame) -> np.ndarray:
     return np.where(nz == 1, sum(fs), base | pos)
 
 
+def _with_tuples(nodes: pd.DataFrame, meta: dict[str, Any], df: pd.DataFrame, data_cols: list[str]) -> pd.DataFrame:
+    """Tag input, state and output nodes with their relation and the tuple's values."""
+    nodes["relation"] = meta.get("relation")
+    if data_cols:
+        rows = df[data_cols].astype(object).where(df[data_cols].notna(), None).to_dict("records")
+        nodes["tuple"] = [json.dumps(r, default=str) for r in rows]
+    return nodes
+
+
 def _boundary(seg: int, meta: dict[str, Any], root: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Module input (i), state (s), output (o) and collapse (·) nodes of a stored relation."""
     desc, kind = meta["source"], meta["type"]
@@ -216,8 +225,12 @@ def _boundary(seg: int, meta: dict[str, Any], root: str | None) -> tuple[pd.Data
     col = meta.get("column")
     cols = [f"__lp_f{i}" for i in range(k)] if desc["p"]["kind"] == "collapse" or kind in ("o", "collapse") else []
     if col is not None:
-        cols.append(f"__lp_v_{col}")
-    df = _read_files(desc["files"], cols, f"relation {meta.get('relation')!r}", root)
+        cols += [f"__lp_v_{col}", col]
+    data_cols: list[str] = []
+    if desc["files"] and kind in ("i", "s", "o") and col is None:
+        schema = pq.read_schema(_local(desc["files"][0]["path"], root))
+        data_cols = [c for c in schema.names if not c.startswith("__lp_")]
+    df = _read_files(desc["files"], [*cols, *[c for c in data_cols if c not in cols]], f"relation {meta.get('relation')!r}", root)
     ids = (np.int64(seg) << np.int64(SEGMENT_SHIFT)) | df["__pos"].to_numpy(dtype="int64")
     inv = np.int64(meta["invocation"])
     if col is not None:  # a value crossing the boundary: v-node · of the value's node and the invocation
@@ -230,12 +243,14 @@ def _boundary(seg: int, meta: dict[str, Any], root: str | None) -> tuple[pd.Data
             child = stored.fillna(0).to_numpy(dtype="int64")
         ids, child = ids[keep], child[keep]
         ntype = "o" if kind == "vo" else kind
-        nodes = _nodes(ids, "v", "·", seg)
+        values = [_py(x) for x in df[col][keep].tolist()] if col in df.columns else None
+        nodes = _nodes(ids, "v", "·", seg, values)
+        nodes["relation"] = meta.get("relation")
         nodes["type"] = ntype
         return nodes, pd.concat([_edges(child, ids), _edges(np.full(len(ids), inv), ids)], ignore_index=True)
     if kind in ("i", "s"):
         p = _stored_p(desc, df)
-        nodes = _nodes(ids, "p", "·", seg)
+        nodes = _with_tuples(_nodes(ids, "p", "·", seg), meta, df, data_cols)
         nodes["type"] = kind
         return nodes, pd.concat([_edges(p, ids), _edges(np.full(len(ids), inv), ids)], ignore_index=True)
     fs = _fnz(df, k)
@@ -247,7 +262,7 @@ def _boundary(seg: int, meta: dict[str, Any], root: str | None) -> tuple[pd.Data
         nodes = _nodes(ids, "p", "·", seg)
         inv_edges = _edges([], [])
     else:
-        nodes = _nodes(ids, "p", "·", seg)
+        nodes = _with_tuples(_nodes(ids, "p", "·", seg), meta, df, data_cols)
         nodes["type"] = "o"
         inv_edges = _edges(np.full(len(ids), inv), ids)
     src = np.concatenate(fs) if fs else np.array([], dtype="int64")

@@ -123,11 +123,12 @@ class Executor:
     # ------------------------------------------------------------------ relations on disk
     def _write(self, df: Any, rel_dir: str) -> None:
         if isinstance(df, AnnotatedFrame):
-            # Boundary node ids are positions in these files: sort so that the same data (and
-            # annotations) always lands in the same file and row, however Spark ordered it.
+            # Boundary node ids are positions in these files, and after a shuffle neither the
+            # partition a row lands in nor its order there is guaranteed to repeat (the crash test
+            # saw both change). One sorted file makes positions a function of the data alone.
             data = df.with_annotations()
             keys = [f.name for f in data.schema.fields if not isinstance(f.dataType, T.MapType)]
-            data = data.orderBy(*keys)
+            data = data.coalesce(1).sortWithinPartitions(*keys)
         else:
             data = df
         data.write.mode("errorifexists").parquet(self.store.resolve(rel_dir))

@@ -154,3 +154,16 @@ def test_kill_mid_execution_leaves_last_complete_execution(spark, tmp_path):
     g1, g2 = load_graph(root), load_graph(clean)
     assert sorted(g1.nodes["id"]) == sorted(g2.nodes["id"])
     assert sorted(zip(g1.edges["src"], g1.edges["dst"])) == sorted(zip(g2.edges["src"], g2.edges["dst"]))
+
+
+def test_boundary_nodes_carry_relation_and_values(spark, ledger_runs):
+    on, _ = ledger_runs
+    g = load_graph(on)
+    n = g.nodes
+    outs = n[(n["type"] == "o") & (n["kind"] == "p") & (n["module"] == "ledger") & (n["execution"] == 1)]
+    assert set(outs["relation"]) == {"Changed"}
+    assert all(json.loads(t).keys() == {"Account", "Balance", "Deposits"} for t in outs["tuple"])
+    ins = n[(n["type"] == "i") & (n["label"] == "·") & (n["module"] == "intake") & (n["execution"] == 1)]
+    assert sorted(json.loads(t)["DepId"] for t in ins["tuple"]) == ["D1-0", "D1-1"]
+    vouts = n[(n["type"] == "o") & (n["kind"] == "v") & (n["module"] == "ledger") & (n["execution"] == 1)]
+    assert len(vouts) > 0 and vouts["value"].notna().all()
