@@ -100,10 +100,16 @@ def test_write_graph_and_stats(spark, tmp_path):
     t = Tracker(spark)
     r = t.annotate(spark.createDataFrame([(1, "a", 2.0), (2, "a", 3.0), (3, "b", None)], "id int, k string, v double"), "R", key=["id"])
     out = r.groupBy("k").agg(F.sum("v").alias("s"), F.count(F.lit(1)).alias("n"))
-    out.collect()
+    empty = r.filter(F.col("id") > 99).groupBy("k").agg(F.count(F.lit(1)).alias("n"))  # a group segment with no rows
+    keyless = r.filter(F.col("id") > 99).agg(F.sum("v").alias("s"))  # keyless over no rows: δ and Sum exist
+    out.collect(), empty.collect(), keyless.collect()
     manifest = t.write(str(tmp_path / "g"))
-    assert manifest["version"] == 1 and len(manifest["segments"]) == 2
+    assert manifest["version"] == 1 and len(manifest["segments"]) == 4
     g = t.graph()
     stats = graph_stats(str(tmp_path / "g"))
     assert (stats.nodes, stats.edges) == (len(g), g.num_edges)
+    from lipspark.graph.load import load_graph
+
+    reread = load_graph(str(tmp_path / "g"))
+    assert sorted(reread.nodes["id"]) == sorted(g.nodes["id"]) and reread.num_edges == g.num_edges
     assert stats.bytes > 0

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lipspark.errors import StoreError
 from lipspark.graph.builder import BASE_ID
 
 __all__ = ["GraphStats", "graph_stats", "directory_bytes"]
@@ -42,6 +43,11 @@ def directory_bytes(path: str) -> int:
     return total
 
 
+def _has_rows(path: str) -> bool:
+    """A segment with no rows is an empty directory (Spark wrote no file for it)."""
+    return any(f.endswith(".parquet") for f in os.listdir(path)) if os.path.isdir(path) else False
+
+
 def graph_stats(path: str) -> GraphStats:
     """Count the nodes and edges a graph written by :meth:`GraphBuilder.write` expands to."""
     with open(os.path.join(path, "manifest.json")) as fh:
@@ -56,6 +62,9 @@ def graph_stats(path: str) -> GraphStats:
                 nodes += sum(pq.ParquetFile(re.sub(r"^file:/+", "/", f["path"])).metadata.num_rows for f in meta["files"])
             else:
                 nodes += pq.ParquetDataset(tables["tuples"]).read(columns=[BASE_ID]).num_rows
+        elif seg["kind"] == "group" and not _has_rows(tables["members"]):
+            nodes += 1 if meta.get("group") is not None else 0  # keyless aggregate over no rows
+            nodes += len(meta.get("aggregates", [])) if meta.get("group") is not None else 0
         elif seg["kind"] == "group":
             k = int(meta["k"])
             aggs = meta.get("aggregates", [])
@@ -79,8 +88,15 @@ def graph_stats(path: str) -> GraphStats:
                 present = t.num_rows - (t[f"x{a['arg']}"].null_count if a["arg"] is not None else 0)
                 nodes += groups + 2 * present
                 edges += 3 * present
+        elif seg["kind"] == "rownode" and not _has_rows(tables["nodes"]):
+            pass
         elif seg["kind"] == "rownode":
             t = pq.ParquetDataset(tables["nodes"]).read(columns=["id", "children"])
             nodes += len(pc.unique(t["id"]))
             edges += int(pc.sum(pc.list_value_length(t["children"])).as_py() or 0)
+        else:
+            raise StoreError(
+                f"graph_stats counts graphs written by Tracker.write; segment kind {seg['kind']!r} "
+                "belongs to a workflow store: use lipspark.graph.load.load_graph to count it"
+            )
     return GraphStats(nodes, edges, directory_bytes(path))
