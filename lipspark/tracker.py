@@ -95,7 +95,6 @@ class Tracker:
         self.spark = spark
         self.builder = builder or GraphBuilder()
         self.share_breaker_inputs = share_breaker_inputs
-        self._relations: set[str] = set()
         self._persisted: list[DataFrame] = []
 
     def share(self, df: DataFrame) -> DataFrame:
@@ -164,7 +163,6 @@ class Tracker:
                 {"relation": relation, "key": key, "columns": stored},
                 tuples=annotated.select(F.col(factor(0)).alias(BASE_ID), *stored),
             )
-        self._relations.add(relation)
         return AnnotatedFrame(self, annotated, 1)
 
     def graph(self) -> "ProvenanceGraph":

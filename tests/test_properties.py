@@ -26,7 +26,7 @@ from typing import Any, Union
 
 import pytest
 import sympy
-from hypothesis import HealthCheck, Phase, assume, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 

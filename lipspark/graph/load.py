@@ -11,7 +11,16 @@ import pyarrow.parquet as pq
 from lipspark.errors import StoreError
 from lipspark.graph.builder import FORMAT_VERSION
 
-__all__ = ["read_manifest", "read_segments", "load_graph"]
+__all__ = ["read_json", "read_manifest", "read_segments", "load_graph"]
+
+
+def read_json(path: str, what: str) -> Any:
+    """Parse a JSON file of a graph or store; a file that does not parse is a :class:`StoreError`."""
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError) as err:
+        raise StoreError(f"{what} is corrupt: {os.path.basename(path)} does not parse ({err})") from err
 
 
 def read_manifest(path: str) -> dict[str, Any]:
@@ -19,11 +28,7 @@ def read_manifest(path: str) -> dict[str, Any]:
     mpath = os.path.join(path, "manifest.json")
     if not os.path.exists(mpath):
         raise StoreError(f"no graph at {path} (manifest.json missing)")
-    try:
-        with open(mpath) as fh:
-            manifest = json.load(fh)
-    except ValueError as err:
-        raise StoreError(f"the graph at {path} is corrupt: manifest.json does not parse ({err})") from err
+    manifest = read_json(mpath, f"the graph at {path}")
     if manifest.get("format") != "lipspark-graph":
         raise StoreError(f"{mpath} is not a lipspark graph manifest")
     if manifest.get("version") != FORMAT_VERSION:

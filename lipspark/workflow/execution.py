@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark.columns import bag_col, factor, is_hidden, value_col
-from lipspark.errors import SchemaError, StoreError, WorkflowError
+from lipspark.errors import StoreError, WorkflowError
 from lipspark.frame import AnnotatedFrame
 from lipspark.graph.builder import ROW_BITS, SEGMENT_SHIFT, GraphBuilder
 from lipspark.tracker import Tracker

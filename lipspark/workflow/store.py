@@ -23,6 +23,7 @@ import shutil
 from typing import Any
 
 from lipspark.errors import StoreError
+from lipspark.graph.load import read_json
 
 __all__ = ["Store", "STORE_FORMAT", "STORE_VERSION"]
 
@@ -73,11 +74,7 @@ class Store:
         path = os.path.join(root, "store.json")
         if not os.path.exists(path):
             raise StoreError(f"no provenance store at {root} (store.json missing); run the workflow first: lipspark run WORKFLOW --graph {root}")
-        try:
-            with open(path) as fh:
-                meta = json.load(fh)
-        except (OSError, ValueError) as err:
-            raise StoreError(f"the store at {root} is corrupt: store.json does not parse ({err})") from err
+        meta = read_json(path, f"the store at {root}")
         if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:
             raise StoreError(f"{path} is not a lipspark store (format {meta.get('format') if isinstance(meta, dict) else None!r})")
         if meta.get("version") != STORE_VERSION:
@@ -166,9 +163,5 @@ class Store:
                 if self.meta["provenance"]:
                     raise StoreError(f"the store at {self.root} is corrupt: {d}/manifest.json is missing")
                 continue
-            try:
-                with open(path) as fh:
-                    out.append((os.path.join(self.root, d), json.load(fh)))
-            except ValueError as err:
-                raise StoreError(f"the store at {self.root} is corrupt: {d}/manifest.json does not parse ({err})") from err
+            out.append((os.path.join(self.root, d), read_json(path, f"the store at {self.root}")))
         return out

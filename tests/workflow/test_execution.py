@@ -10,7 +10,7 @@ import pytest
 
 from lipspark.errors import SchemaError, StoreError
 from lipspark.graph.load import load_graph
-from lipspark.workflow import Module, Store, Workflow, WorkflowDefinition, load_definition, run
+from lipspark.workflow import Module, Store, Workflow, WorkflowDefinition, run
 from lipspark.workflow.execution import relation_frame
 from tests.util import multiset
 
