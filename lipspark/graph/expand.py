@@ -23,7 +23,7 @@ from lipspark.graph.builder import BASE_ID, ROW_BITS, SEGMENT_SHIFT, aggregate_s
 
 __all__ = ["expand_segments", "NODE_COLUMNS"]
 
-NODE_COLUMNS = ["id", "kind", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation"]
+NODE_COLUMNS = ["id", "kind", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
 
 
 def _fmt(v: Any) -> str:
@@ -247,6 +247,7 @@ def _boundary(seg: int, meta: dict[str, Any], root: str | None) -> tuple[pd.Data
         nodes = _nodes(ids, "v", "·", seg, values)
         nodes["relation"] = meta.get("relation")
         nodes["type"] = ntype
+        nodes["column"] = col
         return nodes, pd.concat([_edges(child, ids), _edges(np.full(len(ids), inv), ids)], ignore_index=True)
     if kind in ("i", "s"):
         p = _stored_p(desc, df)

@@ -32,6 +32,7 @@ from lipspark.semiring.expr import (
     to_sympy,
     tokens,
 )
+from lipspark.semiring.probability import ProbabilityResult, probability
 from lipspark.semiring.semirings import (
     BOOLEAN,
     COUNTING,
@@ -76,4 +77,6 @@ __all__ = [
     "register_semiring",
     "semiring_names",
     "evaluate",
+    "probability",
+    "ProbabilityResult",
 ]

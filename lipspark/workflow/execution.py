@@ -133,14 +133,15 @@ class Executor:
             data = df
         data.write.mode("errorifexists").parquet(self.store.resolve(rel_dir))
 
-    def _token_relation(self, rel: Relation, rel_dir: str) -> dict[str, Any]:
-        """Describe a base relation (workflow input or initial state) written at ``rel_dir``."""
+    def _token_relation(self, rel: Relation, rel_dir: str, node_type: str | None = "i") -> dict[str, Any]:
+        """Describe a base relation written at ``rel_dir``: a workflow input (tokens of type i)
+        or a module's initial state (plain base tuples, tagged with the module)."""
         desc: dict[str, Any] = {"dir": rel_dir, "files": _files(self.store, rel_dir), "values": {}, "bags": []}
         if self.provenance:
             assert self.builder is not None
             seg = self.builder.allocate()
             desc["p"] = {"kind": "token", "seg": seg}
-            self.builder.add(seg, "base", {"relation": rel.name, "key": list(rel.key), "columns": list(rel.key or rel.column_names), "files": desc["files"], "type": "i"})
+            self.builder.add(seg, "base", {"relation": rel.name, "key": list(rel.key), "columns": list(rel.key or rel.column_names), "files": desc["files"], "type": node_type})
         return desc
 
     def _read(self, inv: _Invocation, rel: Relation, desc: dict[str, Any], node_type: str) -> Any:
@@ -207,7 +208,9 @@ class Executor:
                 check_schema(module, rel, df)
                 rel_dir = f"initial/{mname}/{rname}"
                 df.write.mode("errorifexists").parquet(os.path.join(self.store.root, rel_dir))
-                state[mname][rname] = self._token_relation(rel, rel_dir)
+                self.builder.context = {"module": mname}
+                state[mname][rname] = self._token_relation(rel, rel_dir, None)
+        self.builder.context = {}
         if self.provenance:
             self.builder.write(os.path.join(self.store.root, "initial", "graph"))
         self.store.meta["initial"] = state

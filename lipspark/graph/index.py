@@ -1,0 +1,305 @@
+"""The in-memory index of a provenance graph: compact arrays, both edge directions.
+
+A :class:`GraphIndex` numbers the nodes ``0 … n-1`` in id order and keeps
+
+* the node attributes as one pandas frame (categorical strings, nullable ints), and the hot
+  ones as numpy arrays: ``ids``, ``is_v`` (p- or v-node), ``label_code``, ``type_code``;
+* the edges (a multiset: a node used twice has two edges) as two CSR arrays, children → node
+  (``in_ptr``/``in_src``) and node → parents (``out_ptr``/``out_dst``), with ``eid`` naming each
+  edge so that a zoomed-out view can give back exactly the edges it hid.
+
+Traversals gather whole frontiers with numpy, so a query's cost grows with its answer and the
+depth of the graph, not with the graph's size. Indexes are immutable: ZoomOut, ZoomIn and
+deletion return new ones (see :mod:`lipspark.query`).
+
+>>> import pandas as pd
+>>> nodes = pd.DataFrame({"id": [10, 11, 12], "kind": ["p", "p", "p"], "label": ["R:a", "R:b", "+"]})
+>>> edges = pd.DataFrame({"src": [10, 11], "dst": [12, 12]})
+>>> g = GraphIndex.build(nodes, edges)
+>>> g.ids[g.ancestors(g.position(12))].tolist()
+[10, 11]
+>>> g.ids[g.descendants(g.position(10))].tolist()
+[12]
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from lipspark.errors import LipsparkError, StoreError
+
+__all__ = ["GraphIndex", "gather", "NODE_TYPES"]
+
+#: Node types of the paper (input, state, output, module invocation) and ``z``, the p-node a
+#: ZoomOut puts in place of an invocation's intermediate computation. Code 0 is "no type".
+NODE_TYPES = ("", "i", "s", "o", "m", "z")
+_ATTRS = ["kind", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
+_CATEGORICAL = ["kind", "label", "relation", "type", "module", "node", "column"]
+
+
+def gather(ptr: np.ndarray, targets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """Concatenated CSR rows ``targets[ptr[v]:ptr[v+1]]`` for every ``v`` in ``nodes``.
+
+    >>> gather(np.array([0, 2, 3, 3]), np.array([7, 8, 9]), np.array([0, 2, 1])).tolist()
+    [7, 8, 9]
+    """
+    if len(nodes) == 0:
+        return np.empty(0, dtype=targets.dtype)
+    starts = ptr[nodes]
+    lens = ptr[nodes + 1] - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.empty(0, dtype=targets.dtype)
+    offs = np.repeat(starts - np.cumsum(lens) + lens, lens)
+    return targets[offs + np.arange(total, dtype=np.int64)]
+
+
+def _csr(keys: np.ndarray, vals: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR of ``vals`` grouped by ``keys`` (rows ``0..n-1``); also returns the sort order."""
+    order = np.lexsort((vals, keys))
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
+    return ptr, vals[order].astype(np.int32 if n < 2**31 else np.int64), order
+
+
+class GraphIndex:
+    """An immutable, indexed provenance graph (see the module docstring).
+
+    Build one with :meth:`build` from node and edge frames, or :meth:`load` from a store.
+    """
+
+    def __init__(self, nodes: pd.DataFrame, src: np.ndarray, dst: np.ndarray, eid: np.ndarray, *, zoom: dict[str, Any] | None = None) -> None:
+        # ``nodes`` sorted by id, positional index; src/dst are node positions
+        self.nodes = nodes
+        self.ids = nodes["id"].to_numpy(dtype=np.int64)
+        n = len(self.ids)
+        self.is_v = (nodes["kind"] == "v").to_numpy()
+        label = nodes["label"].astype("category")
+        self.labels = label.cat.categories
+        self.label_code = label.cat.codes.to_numpy()
+        self.type_code = pd.Categorical(nodes["type"].astype(object).where(nodes["type"].notna(), ""), categories=NODE_TYPES).codes.astype(np.int8)
+        if (self.type_code < 0).any():
+            bad = sorted(set(nodes["type"].dropna()) - set(NODE_TYPES))
+            raise StoreError(f"unknown node type(s) {bad}; expected one of {list(NODE_TYPES[1:])}")
+        self.src = src.astype(np.int64, copy=False)
+        self.dst = dst.astype(np.int64, copy=False)
+        self.eid = eid.astype(np.int64, copy=False)
+        self.in_ptr, self.in_src, in_order = _csr(self.dst, self.src, n)
+        self.in_eid = self.eid[in_order]
+        self.out_ptr, self.out_dst, _ = _csr(self.src, self.dst, n)
+        #: what each zoomed-out module hid, so that ZoomIn can give it back (see lipspark.query.zoom)
+        self.zoom: dict[str, Any] = dict(zoom or {})
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def build(cls, nodes: pd.DataFrame, edges: pd.DataFrame) -> "GraphIndex":
+        """Index a node frame (``id`` plus attributes) and an edge frame (``src``, ``dst`` ids).
+
+        Edges are numbered in the order given (their ``eid``); an edge naming a node that is
+        not in ``nodes`` is a :class:`~lipspark.errors.StoreError`.
+        """
+        nodes = nodes.reindex(columns=["id", *_ATTRS]).sort_values("id", kind="stable").reset_index(drop=True)
+        for c in _CATEGORICAL:
+            nodes[c] = nodes[c].astype("category")
+        for c in ("seg", "execution", "invocation"):
+            nodes[c] = pd.array(nodes[c], dtype="Int64")
+        ids = nodes["id"].to_numpy(dtype=np.int64)
+        if len(ids) > 1 and (np.diff(ids) == 0).any():
+            raise StoreError("the graph has two nodes with the same id; it is corrupt")
+        src = cls._positions(ids, edges["src"].to_numpy(dtype=np.int64), "source")
+        dst = cls._positions(ids, edges["dst"].to_numpy(dtype=np.int64), "target")
+        return cls(nodes, src, dst, np.arange(len(src), dtype=np.int64))
+
+    @staticmethod
+    def _positions(ids: np.ndarray, refs: np.ndarray, what: str) -> np.ndarray:
+        pos = np.searchsorted(ids, refs)
+        pos = np.minimum(pos, max(len(ids) - 1, 0))
+        bad = (len(ids) == 0) | (ids[pos] != refs) if len(refs) else np.zeros(0, dtype=bool)
+        if np.any(bad):
+            missing = sorted(set(refs[bad].tolist()))[:5]
+            raise StoreError(f"the graph is corrupt: {int(np.sum(bad))} edge(s) have a {what} node that does not exist (ids {missing})")
+        return pos
+
+    @classmethod
+    def load(cls, path: str) -> "GraphIndex":
+        """Index the graph of a workflow store or of a :meth:`Tracker.write` directory."""
+        from lipspark.graph.model import ProvenanceGraph
+
+        g = ProvenanceGraph.load(path)
+        return cls.build(g.nodes.reset_index(drop=True), g.edges)
+
+    def derive(self, keep: np.ndarray, edge_keep: np.ndarray, add_nodes: pd.DataFrame | None = None,
+               add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, *, zoom: dict[str, Any] | None = None) -> "GraphIndex":
+        """A new index with the nodes ``keep`` (bool mask) and edges ``edge_keep`` (bool mask, both
+        endpoints kept), plus ``add_nodes`` and ``add_edges`` = (src ids, dst ids, eids)."""
+        kept = self.nodes[keep]
+        e_src, e_dst, e_eid = self.ids[self.src[edge_keep]], self.ids[self.dst[edge_keep]], self.eid[edge_keep]
+        if add_nodes is not None and len(add_nodes):
+            kept = _concat([kept, add_nodes])
+        if add_edges is not None and len(add_edges[0]):
+            e_src = np.concatenate([e_src, add_edges[0]])
+            e_dst = np.concatenate([e_dst, add_edges[1]])
+            e_eid = np.concatenate([e_eid, add_edges[2]])
+        kept = kept.sort_values("id", kind="stable").reset_index(drop=True)
+        ids = kept["id"].to_numpy(dtype=np.int64)
+        return GraphIndex(kept, self._positions(ids, e_src, "source"), self._positions(ids, e_dst, "target"), e_eid,
+                          zoom=self.zoom if zoom is None else zoom)
+
+    # ------------------------------------------------------------------ lookups
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def num_edges(self) -> int:
+        """Number of edges (with multiplicity)."""
+        return len(self.src)
+
+    def position(self, node_id: int) -> int:
+        """The position of a node id; :class:`~lipspark.errors.LipsparkError` if it is absent."""
+        i = int(np.searchsorted(self.ids, np.int64(node_id)))
+        if i >= len(self.ids) or self.ids[i] != node_id:
+            raise LipsparkError(f"no node with id {node_id} in this graph (view)")
+        return i
+
+    def positions(self, node_ids: Iterable[int]) -> np.ndarray:
+        """Positions of node ids; ids not in the graph are dropped."""
+        refs = np.asarray(list(node_ids), dtype=np.int64)
+        pos = np.minimum(np.searchsorted(self.ids, refs), max(len(self.ids) - 1, 0))
+        return np.unique(pos[self.ids[pos] == refs]) if len(self.ids) and len(refs) else np.zeros(0, dtype=np.int64)
+
+    def contains(self, node_id: int) -> bool:
+        """True iff the graph (view) has a node with this id."""
+        i = int(np.searchsorted(self.ids, np.int64(node_id)))
+        return i < len(self.ids) and int(self.ids[i]) == int(node_id)
+
+    def label(self, pos: int) -> str:
+        """The label of the node at ``pos``."""
+        return str(self.labels[self.label_code[pos]])
+
+    def type(self, pos: int) -> str:
+        """The node type at ``pos``: ``i``, ``s``, ``o``, ``m``, ``z`` or ``""``."""
+        return NODE_TYPES[self.type_code[pos]]
+
+    def attrs(self, pos: int) -> dict[str, Any]:
+        """All attributes of the node at ``pos`` as plain Python values."""
+        row = self.nodes.iloc[int(pos)].to_dict()
+        return {k: (None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
+
+    def children(self, pos: int) -> np.ndarray:
+        """Positions of the nodes with an edge into ``pos`` (with multiplicity)."""
+        return self.in_src[self.in_ptr[pos]:self.in_ptr[pos + 1]]
+
+    def parents(self, pos: int) -> np.ndarray:
+        """Positions of the nodes ``pos`` has an edge into (with multiplicity)."""
+        return self.out_dst[self.out_ptr[pos]:self.out_ptr[pos + 1]]
+
+    def in_degree(self) -> np.ndarray:
+        """Number of incoming edges of every node."""
+        return np.diff(self.in_ptr)
+
+    # ------------------------------------------------------------------ traversal
+    def _closure(self, ptr: np.ndarray, targets: np.ndarray, seeds: Any, stop: np.ndarray | None = None) -> np.ndarray:
+        seen = np.zeros(len(self.ids), dtype=bool)
+        frontier = np.unique(np.atleast_1d(np.asarray(seeds, dtype=np.int64)))
+        while len(frontier):
+            nxt = gather(ptr, targets, frontier)
+            nxt = nxt[~seen[nxt]]
+            if not len(nxt):
+                break
+            nxt = np.unique(nxt)
+            seen[nxt] = True
+            frontier = nxt if stop is None else nxt[~stop[nxt]]
+        return np.flatnonzero(seen)
+
+    def ancestors(self, seeds: Any) -> np.ndarray:
+        """Positions of every node with a path to a seed (the backward trace), seeds excluded
+        unless they lie on a cycle-free path from another seed."""
+        return self._closure(self.in_ptr, self.in_src, seeds)
+
+    def descendants(self, seeds: Any, *, stop: np.ndarray | None = None) -> np.ndarray:
+        """Positions of every node reachable from a seed (the forward trace).
+
+        ``stop``: a boolean mask; nodes in it are reported but not expanded.
+        """
+        return self._closure(self.out_ptr, self.out_dst, seeds, stop)
+
+    def topological(self, positions: np.ndarray) -> np.ndarray:
+        """``positions`` ordered so that every node comes after its children (Kahn, vectorized)."""
+        positions = np.unique(np.asarray(positions, dtype=np.int64))
+        member = np.zeros(len(self.ids), dtype=bool)
+        member[positions] = True
+        kids = gather(self.in_ptr, self.in_src, positions)
+        owner = np.repeat(positions, np.diff(self.in_ptr)[positions])
+        inside = member[kids]
+        pending = np.zeros(len(self.ids), dtype=np.int64)
+        np.add.at(pending, owner[inside], 1)
+        out: list[np.ndarray] = []
+        frontier = positions[pending[positions] == 0]
+        while len(frontier):
+            out.append(frontier)
+            ups = gather(self.out_ptr, self.out_dst, frontier)
+            ups = ups[member[ups]]
+            if not len(ups):
+                break
+            u, c = np.unique(ups, return_counts=True)
+            pending[u] -= c
+            frontier = u[pending[u] == 0]
+        order = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+        if len(order) != len(positions):
+            raise StoreError("the provenance graph has a cycle; it is corrupt")
+        return order
+
+    # ------------------------------------------------------------------ export
+    def edge_frame(self) -> pd.DataFrame:
+        """The edges as ids: ``src``, ``dst``, ``eid``."""
+        return pd.DataFrame({"src": self.ids[self.src], "dst": self.ids[self.dst], "eid": self.eid})
+
+    def to_networkx(self, positions: Any = None) -> Any:
+        """A :class:`networkx.MultiDiGraph` of the graph (or of the nodes at ``positions``),
+        with node attributes and one edge per edge of the multiset.
+
+        >>> import pandas as pd
+        >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "label": ["R:a", "δ"]}),
+        ...                      pd.DataFrame({"src": [1, 1], "dst": [2, 2]}))
+        >>> nx_g = g.to_networkx()
+        >>> nx_g.number_of_nodes(), nx_g.number_of_edges(), nx_g.nodes[2]["label"]
+        (2, 2, 'δ')
+        """
+        import networkx as nx
+
+        sel = np.arange(len(self.ids)) if positions is None else np.unique(np.asarray(positions, dtype=np.int64))
+        mask = np.zeros(len(self.ids), dtype=bool)
+        mask[sel] = True
+        out = nx.MultiDiGraph()
+        for pos in sel.tolist():
+            out.add_node(int(self.ids[pos]), **{k: v for k, v in self.attrs(pos).items() if k != "id" and v is not None})
+        em = mask[self.src] & mask[self.dst]
+        out.add_edges_from(zip(self.ids[self.src[em]].tolist(), self.ids[self.dst[em]].tolist()))
+        return out
+
+    def same_as(self, other: "GraphIndex") -> bool:
+        """True iff both have the same nodes (ids and attributes) and the same edge multiset."""
+        if not np.array_equal(self.ids, other.ids):
+            return False
+        a = self.nodes.astype(object).where(self.nodes.notna(), None)
+        b = other.nodes.astype(object).where(other.nodes.notna(), None)
+        if not a.equals(b):
+            return False
+        ea = np.lexsort((self.ids[self.dst], self.ids[self.src]))
+        eb = np.lexsort((other.ids[other.dst], other.ids[other.src]))
+        return bool(np.array_equal(self.ids[self.src][ea], other.ids[other.src][eb]) and np.array_equal(self.ids[self.dst][ea], other.ids[other.dst][eb]))
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate node frames, keeping categoricals categorical (union of categories)."""
+    frames = [f for f in frames if len(f)] or frames[:1]
+    out = pd.concat([f.astype({c: object for c in _CATEGORICAL if c in f.columns}) for f in frames], ignore_index=True)
+    for c in _CATEGORICAL:
+        if c in out.columns:
+            out[c] = out[c].astype("category")
+    for c in ("seg", "execution", "invocation"):
+        if c in out.columns:
+            out[c] = pd.array(out[c], dtype="Int64")
+    return out

@@ -1,0 +1,387 @@
+"""Running provenance queries: a session holds a working view and runs statements on it in order.
+
+``zoomout``/``zoomin``/``delete`` change the view, ``reset`` returns to the captured graph, the
+other statements read it. Every statement gives a :class:`Result` that renders as a text table
+(``to_text``) or JSON-ready data (``to_dict``).
+
+>>> import pandas as pd
+>>> from lipspark.graph.index import GraphIndex
+>>> g = GraphIndex.build(
+...     pd.DataFrame({"id": [1, 2, 3], "kind": "p", "label": ["Cars:C2", "Cars:C3", "δ"],
+...                   "relation": ["Cars", "Cars", None], "tuple": ['{"CarId": "C2"}', '{"CarId": "C3"}', None]}),
+...     pd.DataFrame({"src": [1, 2], "dst": [3, 3]}))
+>>> s = Session(g)
+>>> print(s.run('polynomial node 3; evaluate counting node 3 given tuple Cars(CarId = "C2") = 0')[0].to_text())
+polynomial node 3
+node  label  polynomial
+----  -----  --------------------
+3     δ      δ(Cars:C2 + Cars:C3)
+>>> s.run('depends node 3 on tuple Cars(CarId = "C2")')[0].rows
+[{'node': 3, 'label': 'δ', 'depends': False}]
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lipspark.errors import QueryError, SemiringError
+from lipspark.graph.index import GraphIndex
+from lipspark.query import ast
+from lipspark.query.deletion import UNKNOWN, delete, propagate
+from lipspark.query.parser import parse
+from lipspark.query.polynomial import evaluate, polynomial, token_name
+from lipspark.query.selector import resolve
+from lipspark.query.trace import subgraph_positions
+from lipspark.query.zoom import zoom_in, zoom_out
+
+__all__ = ["Session", "Result", "node_rows"]
+
+_TEXT_LIMIT = 2000
+_ROW_LIMIT = 50
+
+
+def _plain(v: Any) -> Any:
+    if v is UNKNOWN:
+        return "unknown"
+    if hasattr(v, "item"):
+        return v.item()
+    if isinstance(v, (frozenset, set)):
+        return sorted((_plain(x) for x in v), key=str)
+    if hasattr(v, "name") and hasattr(v, "value") and isinstance(getattr(v, "value"), int):
+        return v.name  # an IntEnum such as a security Clearance
+    return v
+
+
+def node_rows(g: GraphIndex, positions: np.ndarray) -> list[dict[str, Any]]:
+    """One dict per node: id, kind, type, label, module, execution, relation, tuple, value."""
+    rows = []
+    for p in np.asarray(positions, dtype=np.int64).tolist():
+        a = g.attrs(p)
+        row = {"id": int(a["id"]), "kind": a["kind"], "type": a["type"] or "", "label": a["label"],
+               "module": a["module"], "execution": a["execution"], "relation": a["relation"]}
+        t = a.get("tuple")
+        row["tuple"] = json.loads(t) if isinstance(t, str) else None
+        row["value"] = _plain(a.get("value")) if a["kind"] == "v" else None
+        rows.append(row)
+    return rows
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={v2}" for k, v2 in v.items())
+    s = str(v)
+    return s if len(s) <= _TEXT_LIMIT else s[:_TEXT_LIMIT] + f"… ({len(s)} characters; --format json shows all)"
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    if not rows:
+        return "(none)"
+    shown = rows[:_ROW_LIMIT]
+    cells = [[_cell(r.get(c)) for c in columns] for r in shown]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip(),
+             "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in cells]
+    if len(rows) > len(shown):
+        lines.append(f"… and {len(rows) - len(shown)} more (--format json lists all)")
+    return "\n".join(lines)
+
+
+_NODE_COLS = ["id", "kind", "type", "label", "module", "execution", "relation", "tuple", "value"]
+
+
+@dataclass
+class Result:
+    """The answer to one statement."""
+
+    statement: str
+    kind: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    summary: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    columns: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready data: the statement, its kind, a summary, rows and extra sections."""
+        d: dict[str, Any] = {"statement": self.statement, "kind": self.kind, "summary": self.summary, "rows": self.rows}
+        for k, v in self.extra.items():
+            if k == "_tables":
+                for name, (rows, _) in v.items():
+                    d[name.replace(" ", "_")] = rows
+            else:
+                d[k] = v
+        return d
+
+    def to_text(self) -> str:
+        """A readable table."""
+        parts = [self.statement]
+        if self.summary:
+            parts.append(self.summary)
+        if self.columns:
+            parts.append(_table(self.rows, self.columns))
+        for name, (rows, cols) in self.extra.get("_tables", {}).items():
+            parts.append(f"{name}:")
+            parts.append(_table(rows, cols))
+        return "\n".join(parts)
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+
+class Session:
+    """A working view over a provenance graph, changed and read by query statements.
+
+    Parameters
+    ----------
+    graph
+        The captured graph's index (:meth:`GraphIndex.load`), or a path to a store or graph.
+    """
+
+    def __init__(self, graph: GraphIndex | str) -> None:
+        self.base = GraphIndex.load(graph) if isinstance(graph, str) else graph
+        self.view = self.base
+        self._ops: list[tuple[str, Any]] = []
+
+    # ------------------------------------------------------------------ running
+    def run(self, text: str, source: str = "<query>") -> list[Result]:
+        """Parse ``text`` and run its statements in order; the view carries over between calls."""
+        return [self.execute(stmt) for stmt in parse(text, source)]
+
+    def execute(self, stmt: ast.Statement) -> Result:
+        """Run one parsed statement."""
+        handler = getattr(self, f"_{type(stmt).__name__.lower()}", None)
+        if handler is None:
+            raise QueryError(f"statement {type(stmt).__name__} is not supported")
+        return handler(stmt)
+
+    def _one(self, sel: ast.Selector, what: str) -> int:
+        hits = resolve(self.view, sel)
+        if len(hits) > 1:
+            sample = ", ".join(str(int(i)) for i in self.view.ids[hits[:5]])
+            at = f" (line {sel.pos.line}, column {sel.pos.column})" if sel.pos.line else ""
+            raise QueryError(f"{sel}{at} is ambiguous for {what}: it matches {len(hits)} nodes (ids {sample}…); "
+                             "add conditions or `execution N`, or name one with `node ID`")
+        return int(hits[0])
+
+    def _view_result(self, stmt: ast.Statement, what: str) -> Result:
+        zoomed = list(self.view.zoom)
+        return Result(str(stmt), "view", summary=f"{what}; view: {len(self.view)} nodes, {self.view.num_edges} edges"
+                      + (f", zoomed out: {', '.join(zoomed)}" if zoomed else ""), extra={"nodes": len(self.view), "edges": self.view.num_edges, "zoomed_out": zoomed})
+
+    # ------------------------------------------------------------------ view-changing statements
+    def _zoomout(self, stmt: ast.ZoomOut) -> Result:
+        self.view = zoom_out(self.view, stmt.modules)
+        self._ops.append(("zoomout", tuple(stmt.modules)))
+        return self._view_result(stmt, f"zoomed out {', '.join(stmt.modules)}")
+
+    def _zoomin(self, stmt: ast.ZoomIn) -> Result:
+        mods = set(stmt.modules)
+        for m in stmt.modules:
+            if m not in self.view.zoom:
+                raise QueryError(f"{stmt} (line {stmt.pos.line}): module {m!r} is not zoomed out in this view (zoomed out: {', '.join(self.view.zoom) or 'none'})")
+        first = min(i for i, (op, arg) in enumerate(self._ops) if op == "zoomout" and mods & set(arg))
+        if not any(op == "delete" for op, _ in self._ops[first:]):
+            self.view = zoom_in(self.view, stmt.modules)
+            self._ops.append(("zoomin", tuple(stmt.modules)))
+        else:  # a deletion ran on the zoomed view: redo it on the finer view
+            ops = []
+            for op, arg in self._ops:
+                if op in ("zoomout", "zoomin"):
+                    arg = tuple(m for m in arg if m not in mods)
+                    if not arg:
+                        continue
+                ops.append((op, arg))
+            self._replay(ops)
+        return self._view_result(stmt, f"zoomed in {', '.join(stmt.modules)}")
+
+    def _replay(self, ops: list[tuple[str, Any]]) -> None:
+        view = self.base
+        for op, arg in ops:
+            if op == "zoomout":
+                view = zoom_out(view, arg)
+            elif op == "zoomin":
+                view = zoom_in(view, arg)
+            else:
+                missing = [i for i in arg if not view.contains(i)]
+                if missing:
+                    raise QueryError(f"cannot zoom in: an earlier delete removed zoomed-out node(s) {missing}; use reset and zoom first")
+                view = delete(view, arg, values=False).view
+        self.view, self._ops = view, ops
+
+    def _reset(self, stmt: ast.Reset) -> Result:
+        self.view, self._ops = self.base, []
+        return self._view_result(stmt, "back to the captured graph")
+
+    def _delete(self, stmt: ast.Delete) -> Result:
+        pos = np.unique(np.concatenate([resolve(self.view, s) for s in stmt.targets]))
+        ids = self.view.ids[pos]
+        before = self.view
+        r = delete(before, ids)
+        self.view = r.view
+        self._ops.append(("delete", tuple(int(i) for i in ids)))
+        survivors = before.positions(r.surviving_outputs)
+        gone = before.positions(r.removed_outputs)
+        out_cols = ["id", "module", "execution", "relation", "tuple"]
+        values = [{"node": c.node, "label": c.label, "before": _plain(c.before), "after": _plain(c.after)} for c in r.values]
+        return Result(
+            str(stmt), "delete",
+            summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed",
+            extra={"deleted": [int(i) for i in ids], "removed": [int(i) for i in r.removed_ids],
+                   "_tables": {"removed outputs": (node_rows(before, gone), out_cols),
+                               "changed values": (values, ["node", "label", "before", "after"]),
+                               "surviving outputs": (node_rows(before, survivors), out_cols)}},
+        )
+
+    # ------------------------------------------------------------------ reading statements
+    def _nodes(self, stmt: ast.Statement, positions: np.ndarray, kind: str, what: str) -> Result:
+        rows = node_rows(self.view, positions)
+        return Result(str(stmt), kind, rows=rows, summary=f"{len(rows)} {what}", columns=_NODE_COLS)
+
+    def _show(self, stmt: ast.Show) -> Result:
+        return self._nodes(stmt, resolve(self.view, stmt.target), "nodes", "node(s)")
+
+    def _ancestors(self, stmt: ast.Ancestors) -> Result:
+        return self._nodes(stmt, self.view.ancestors(resolve(self.view, stmt.target)), "nodes", "ancestor(s)")
+
+    def _descendants(self, stmt: ast.Descendants) -> Result:
+        return self._nodes(stmt, self.view.descendants(resolve(self.view, stmt.target)), "nodes", "descendant(s)")
+
+    def _subgraph(self, stmt: ast.Subgraph) -> Result:
+        seeds = resolve(self.view, stmt.target)
+        pos = subgraph_positions(self.view, seeds)
+        member = np.zeros(len(self.view), dtype=bool)
+        member[pos] = True
+        em = member[self.view.src] & member[self.view.dst]
+        edges = [{"src": int(s), "dst": int(d)} for s, d in zip(self.view.ids[self.view.src[em]], self.view.ids[self.view.dst[em]])]
+        r = self._nodes(stmt, pos, "subgraph", "node(s)")
+        r.summary += f", {len(edges)} edge(s)"
+        r.extra["edges"] = edges
+        return r
+
+    def _depends(self, stmt: ast.Depends) -> Result:
+        targets = resolve(self.view, stmt.target)
+        on = np.unique(np.concatenate([resolve(self.view, s) for s in stmt.on]))
+        removed = propagate(self.view, on)
+        rows = [{"node": int(self.view.ids[p]), "label": self.view.label(p), "depends": bool(removed[p])} for p in targets.tolist()]
+        n = sum(r["depends"] for r in rows)
+        return Result(str(stmt), "depends", rows=rows, summary=f"{n} of {len(rows)} node(s) depend on it", columns=["node", "label", "depends"])
+
+    def _polynomial(self, stmt: ast.Polynomial) -> Result:
+        from lipspark.semiring import normal_form
+
+        rows = []
+        for p in resolve(self.view, stmt.target).tolist():
+            expr = polynomial(self.view, int(self.view.ids[p]))
+            if stmt.expand and not isinstance(expr, (int, float, str, type(None))) and hasattr(expr, "normal_form"):
+                text = str(expr.normal_form())
+            elif stmt.expand:
+                try:
+                    text = str(normal_form(expr))
+                except (SemiringError, TypeError, AttributeError):
+                    text = str(expr)
+            else:
+                text = str(expr)
+            rows.append({"node": int(self.view.ids[p]), "label": self.view.label(p), "polynomial": text})
+        return Result(str(stmt), "polynomial", rows=rows, columns=["node", "label", "polynomial"])
+
+    def _evaluate(self, stmt: ast.Evaluate) -> Result:
+        from lipspark.semiring import get_semiring
+
+        name = stmt.semiring
+        if name == "probability":
+            return self._probability(stmt)
+        try:
+            semiring = get_semiring(name)
+        except SemiringError as err:
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from err
+        mapping, default = self._valuation(stmt, lambda v: _coerce(name, semiring, v, stmt))
+        rows = []
+        for p in resolve(self.view, stmt.target).tolist():
+            value = evaluate(self.view, int(self.view.ids[p]), semiring, mapping, default=default)
+            rows.append({"node": int(self.view.ids[p]), "label": self.view.label(p), "value": _plain(value)})
+        return Result(str(stmt), "evaluate", rows=rows, summary=f"in the {name} semiring", columns=["node", "label", "value"])
+
+    def _probability(self, stmt: ast.Evaluate) -> Result:
+        from lipspark.semiring import probability
+
+        mapping, default = self._valuation(stmt, lambda v: _coerce("probability", None, v, stmt))
+        rows = []
+        for p in resolve(self.view, stmt.target).tolist():
+            expr = polynomial(self.view, int(self.view.ids[p]))
+
+            def look(name: str) -> float:
+                if name in mapping:
+                    return float(mapping[name])
+                if name.startswith("M_") and name.endswith("]"):
+                    return 1.0
+                if default is None:
+                    raise QueryError(f"{stmt} (line {stmt.pos.line}): no probability for token {name!r}; add `given ... = P` or `default = P`")
+                return float(default)
+
+            try:
+                r = probability(expr, look, samples=stmt.samples or 100_000, seed=stmt.seed or 0)
+            except SemiringError as err:
+                raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from err
+            rows.append({"node": int(self.view.ids[p]), "label": self.view.label(p), "value": r.value, "method": r.method,
+                         "samples": r.samples, "stderr": r.stderr})
+        return Result(str(stmt), "evaluate", rows=rows, summary="probability (independent tokens)",
+                      columns=["node", "label", "value", "method", "samples", "stderr"])
+
+    def _valuation(self, stmt: ast.Evaluate, coerce: Any) -> tuple[dict[str, Any], Any]:
+        mapping: dict[str, Any] = {}
+        default = None
+        g = self.view
+        for a in stmt.given:
+            value = coerce(a.value)
+            if isinstance(a.target, ast.DefaultRef):
+                default = value
+            elif isinstance(a.target, ast.RelationRef):
+                rel = g.nodes["relation"].astype(object).to_numpy()
+                hits = np.flatnonzero((rel == a.target.name) & (np.diff(g.in_ptr) == 0) & ~g.is_v)
+                if not len(hits):
+                    raise QueryError(f"{a} (line {a.pos.line}): no base tuples of relation {a.target.name!r} in this view")
+                for p in hits.tolist():
+                    mapping[token_name(g, p)] = value
+            else:
+                for p in resolve(g, a.target).tolist():
+                    if len(g.children(p)):
+                        raise QueryError(f"{a} (line {a.pos.line}): `given` values base tuples and invocations; node {int(g.ids[p])} ({g.label(p)}) is derived")
+                    mapping[token_name(g, p)] = value
+        return mapping, default
+
+
+def _coerce(name: str, semiring: Any, v: Any, stmt: ast.Evaluate) -> Any:
+    where = f"{stmt} (line {stmt.pos.line})"
+    if name == "probability":
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+            raise QueryError(f"{where}: a probability is a number between 0 and 1, found {v!r}")
+        return float(v)
+    if name == "boolean":
+        if isinstance(v, bool) or v in (0, 1):
+            return bool(v)
+    elif name == "counting":
+        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+            return v
+    elif name == "tropical":
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+        if v == "inf":
+            return float("inf")
+    elif name == "security":
+        from lipspark.semiring import Clearance
+
+        if isinstance(v, str) and v.upper() in Clearance.__members__:
+            return Clearance[v.upper()]
+        raise QueryError(f"{where}: a security clearance is one of {', '.join(m.lower() for m in Clearance.__members__)}, found {v!r}")
+    elif name in ("why", "lineage"):
+        if v in (0, False):
+            return semiring.zero
+        raise QueryError(f"{where}: in the {name} semiring a token can only be given 0 (absent); tokens stand for themselves otherwise")
+    else:
+        return v
+    raise QueryError(f"{where}: {v!r} is not a value of the {name} semiring")

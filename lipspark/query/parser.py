@@ -1,0 +1,410 @@
+"""Parser of the provenance query language: text to :mod:`lipspark.query.ast` statements.
+
+The grammar is ``grammar.lark`` next to this module (LALR(1) with lark's contextual lexer,
+so a keyword is read as a name wherever only a name can follow). Syntax errors are raised as
+:class:`lipspark.errors.QuerySyntaxError` with ``line`` and ``column`` attributes and a
+message showing the offending line with a caret.
+"""
+from __future__ import annotations
+
+import math
+import re
+from functools import cache
+from importlib.resources import files
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import (
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+    VisitError,
+)
+from lark.lexer import PatternStr
+from lark.tree import Meta
+
+from lipspark.errors import QueryError, QuerySyntaxError
+from lipspark.query.ast import (
+    NO_POS,
+    Ancestors,
+    Assignment,
+    Condition,
+    DefaultRef,
+    Delete,
+    Depends,
+    Descendants,
+    Evaluate,
+    InvocationSel,
+    LiteralValue,
+    NodeSel,
+    Polynomial,
+    Pos,
+    RelationRef,
+    Reset,
+    Selector,
+    Show,
+    Statement,
+    Subgraph,
+    TokenSel,
+    TupleSel,
+    ValueSel,
+    ZoomIn,
+    ZoomOut,
+)
+
+__all__ = ["MAX_NODE_ID", "parse"]
+
+#: Largest node id (ids are non-negative 64-bit integers).
+MAX_NODE_ID = 2**63 - 1
+
+_UNESCAPES = {'"': '"', "'": "'", "\\": "\\", "n": "\n", "t": "\t"}
+_INTEGER = re.compile(r"[+-]?\d+")
+_END = "the end of the query"
+_FRIENDLY = {
+    "NAME": "a name",
+    "QNAME": "a name",
+    "STRING": "a string",
+    "NUMBER": "a number",
+    "INT": "a non-negative integer",
+    "$END": _END,
+}
+_STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
+               "depends", "polynomial", "evaluate", "show"]
+_SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
+_OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
+# Whole groups of expected tokens are described by one phrase, to keep messages short.
+_GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("a statement (" + ", ".join(_STATEMENTS[:-1]) + " or show)",
+     frozenset(f"'{k}'" for k in _STATEMENTS)),
+    ("a selector (" + ", ".join(_SELECTORS[:-1]) + " or value)",
+     frozenset(f"'{k}'" for k in _SELECTORS)),
+    ("a comparison operator (" + ", ".join(_OPERATORS[:-1]) + " or >=)",
+     frozenset(f"'{k}'" for k in _OPERATORS)),
+    ("a literal (a string, a number, true, false or null)",
+     frozenset({"a string", "a number", "'true'", "'false'", "'null'"})),
+)
+
+
+def parse(text: str, source: str = "<query>") -> list[Statement]:
+    """Parse query text into its statements, in order.
+
+    Parameters
+    ----------
+    text
+        The query: statements separated by ``;``, with ``#`` or ``--`` comments.
+    source
+        Name of the query's origin (a file name, say), used in error messages.
+
+    Returns
+    -------
+    list[Statement]
+        One node per non-empty statement; ``[]`` for a query of only blanks and comments.
+
+    Raises
+    ------
+    QuerySyntaxError
+        The text does not parse. ``line`` and ``column`` (1-based) locate the error and
+        the message shows the line with a caret under it.
+
+    Examples
+    --------
+    >>> stmts = parse('zoomout dealer1, dealer2; delete tuple Cars(CarId = "C2") in dealer1')
+    >>> stmts  # doctest: +NORMALIZE_WHITESPACE
+    [ZoomOut(modules=('dealer1', 'dealer2')),
+     Delete(targets=(TupleSel(kind='tuple', relation='Cars',
+                              conditions=(Condition(column='CarId', op='=', value='C2'),),
+                              module='dealer1', execution=None),))]
+    >>> stmts[1].targets[0].pos
+    Pos(line=1, column=34)
+    >>> print(stmts[1])
+    delete tuple Cars(CarId = "C2") in dealer1
+    >>> parse("zoomout dealer1 foo")
+    Traceback (most recent call last):
+    ...
+    lipspark.errors.QuerySyntaxError: <query>:1:17: syntax error: unexpected 'foo'; expected ',', ';' or the end of the query
+      zoomout dealer1 foo
+                      ^
+    """
+    try:
+        tree = _lark().parse(text)
+    except UnexpectedInput as e:
+        raise _from_lark(e, text, source) from None
+    try:
+        return _ToAst(text, source).transform(tree)
+    except VisitError as e:
+        if isinstance(e.orig_exc, QueryError):
+            raise e.orig_exc from None
+        raise
+
+
+@cache
+def _lark() -> Lark:
+    grammar = files("lipspark.query").joinpath("grammar.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
+                maybe_placeholders=True)
+
+
+# ---- errors ----------------------------------------------------------------------------
+
+
+def _syntax_error(text: str, source: str, line: int, column: int, detail: str) -> QuerySyntaxError:
+    """A QuerySyntaxError at line:column, showing that line and a caret under the column."""
+    lines = text.split("\n")
+    shown = lines[line - 1].rstrip("\r") if 0 < line <= len(lines) else ""
+    pad = "".join("\t" if c == "\t" else " " for c in shown[: column - 1])
+    pad += " " * max(0, column - 1 - len(shown))
+    err = QuerySyntaxError(f"{source}:{line}:{column}: syntax error: {detail}\n  {shown}\n  {pad}^")
+    err.line = line  # type: ignore[attr-defined]
+    err.column = column  # type: ignore[attr-defined]
+    return err
+
+
+def _end_of(text: str) -> tuple[int, int]:
+    """Line and column just past the end of ``text``."""
+    return text.count("\n") + 1, len(text) - (text.rfind("\n") + 1) + 1
+
+
+def _quote(found: str) -> str:
+    found = found if len(found) <= 30 else found[:29] + "…"
+    if not found.isprintable():
+        found = found.encode("unicode_escape").decode("ascii")
+    return f'"{found}"' if "'" in found and '"' not in found else f"'{found}'"
+
+
+def _accepts_at(text: str, pos: int) -> set[str]:
+    """The terminals the parser accepts after ``text[:pos]`` (exact, unlike lark's per-state set)."""
+    try:
+        interactive = _lark().parse_interactive(text[:pos])
+        interactive.exhaust_lexer()
+        return set(interactive.accepts())
+    except UnexpectedInput:
+        return set()
+
+
+def _describe_expected(terminals: set[str]) -> str:
+    """Human words for expected terminals: quoted tokens, then phrases, then the end."""
+    lark = _lark()
+    items: set[str] = set()
+    for name in terminals:
+        if name in _FRIENDLY:
+            items.add(_FRIENDLY[name])
+        elif name not in lark.ignore_tokens:
+            try:
+                pattern = lark.get_terminal(name).pattern
+            except KeyError:
+                items.add(name.lower())
+                continue
+            items.add(f"'{pattern.value}'" if isinstance(pattern, PatternStr) else name.lower())
+    for phrase, members in _GROUPS:
+        if members <= items:
+            items = (items - members) | {phrase}
+    ordered = sorted(items - {_END}, key=lambda s: (not s.startswith("'"), s))
+    ordered += [_END] if _END in items else []
+    if len(ordered) <= 1:
+        return "".join(ordered) or "something else"
+    return ", ".join(ordered[:-1]) + " or " + ordered[-1]
+
+
+def _from_lark(e: UnexpectedInput, text: str, source: str) -> QuerySyntaxError:
+    """Translate a lark parse error into a QuerySyntaxError."""
+    if isinstance(e, UnexpectedCharacters):
+        if e.char in "\"'`":
+            what = "backquoted name" if e.char == "`" else "string"
+            detail = f"unterminated {what}; close it with {e.char} before the end of the line"
+            return _syntax_error(text, source, e.line, e.column, detail)
+        expected = _accepts_at(text, e.pos_in_stream) or set(e.allowed)
+        detail = f"unexpected {_quote(e.char)}; expected {_describe_expected(expected)}"
+        return _syntax_error(text, source, e.line, e.column, detail)
+    if isinstance(e, UnexpectedToken) and e.token.type != "$END":
+        token = e.token
+        expected = (e.accepts if e.interactive_parser else None) or _accepts_at(text, token.start_pos)
+        expected = expected or set(e.expected)
+        detail = f"unexpected {_quote(str(token))}; expected {_describe_expected(expected)}"
+        return _syntax_error(text, source, token.line, token.column, detail)
+    if isinstance(e, UnexpectedToken):  # $END: point just after the last token
+        line = getattr(e.token, "end_line", None)
+        column = getattr(e.token, "end_column", None)
+        if line is None or column is None:
+            line, column = _end_of(text)
+        expected = _accepts_at(text, len(text)) or set(e.expected)
+    else:
+        line, column = _end_of(text)
+        expected = set(e.expected) if isinstance(e, UnexpectedEOF) else set()
+    return _syntax_error(text, source, line, column,
+                         f"unexpected end of the query; expected {_describe_expected(expected)}")
+
+
+# ---- tree to AST -----------------------------------------------------------------------
+
+
+def _pos(meta: Meta) -> Pos:
+    return NO_POS if meta.empty else Pos(meta.line, meta.column)
+
+
+@v_args(inline=True, meta=True)
+class _ToAst(Transformer):
+    """lark tree to AST nodes. Methods are named after grammar rules."""
+
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__()
+        self._text = text
+        self._source = source
+
+    def _error(self, token: Token, detail: str, offset: int = 0) -> QuerySyntaxError:
+        return _syntax_error(self._text, self._source, token.line, token.column + offset, detail)
+
+    # -- statements
+
+    def start(self, meta: Meta, *statements: Statement | None) -> list[Statement]:
+        return [s for s in statements if s is not None]
+
+    def zoomout(self, meta: Meta, modules: list[str]) -> ZoomOut:
+        return ZoomOut(tuple(modules), pos=_pos(meta))
+
+    def zoomin(self, meta: Meta, modules: list[str]) -> ZoomIn:
+        return ZoomIn(tuple(modules), pos=_pos(meta))
+
+    def reset(self, meta: Meta) -> Reset:
+        return Reset(pos=_pos(meta))
+
+    def delete(self, meta: Meta, targets: list[Selector]) -> Delete:
+        return Delete(tuple(targets), pos=_pos(meta))
+
+    def subgraph(self, meta: Meta, target: Selector) -> Subgraph:
+        return Subgraph(target, pos=_pos(meta))
+
+    def ancestors(self, meta: Meta, target: Selector) -> Ancestors:
+        return Ancestors(target, pos=_pos(meta))
+
+    def descendants(self, meta: Meta, target: Selector) -> Descendants:
+        return Descendants(target, pos=_pos(meta))
+
+    def depends(self, meta: Meta, target: Selector, on: list[Selector]) -> Depends:
+        return Depends(target, tuple(on), pos=_pos(meta))
+
+    def polynomial(self, meta: Meta, target: Selector, expanded: Token | None) -> Polynomial:
+        return Polynomial(target, expanded is not None, pos=_pos(meta))
+
+    def evaluate(self, meta: Meta, semiring: str, target: Selector,
+                 given: tuple[Assignment, ...] | None, samples: int | None,
+                 seed: int | None) -> Evaluate:
+        return Evaluate(semiring.lower(), target, given or (), samples, seed, pos=_pos(meta))
+
+    def show(self, meta: Meta, target: Selector) -> Show:
+        return Show(target, pos=_pos(meta))
+
+    def name_list(self, meta: Meta, *names: str) -> list[str]:
+        return list(names)
+
+    def selector_list(self, meta: Meta, *selectors: Selector) -> list[Selector]:
+        return list(selectors)
+
+    # -- evaluate options
+
+    def given(self, meta: Meta, *assignments: Assignment) -> tuple[Assignment, ...]:
+        return assignments
+
+    def samples(self, meta: Meta, token: Token) -> int:
+        return self._int(token)
+
+    def seed(self, meta: Meta, token: Token) -> int:
+        return self._int(token)
+
+    def assignment(self, meta: Meta, target: Selector | RelationRef | DefaultRef,
+                   value: LiteralValue) -> Assignment:
+        return Assignment(target, value, pos=_pos(meta))
+
+    def relation_ref(self, meta: Meta, name: str) -> RelationRef:
+        return RelationRef(name, pos=_pos(meta))
+
+    def default_ref(self, meta: Meta) -> DefaultRef:
+        return DefaultRef(pos=_pos(meta))
+
+    # -- selectors
+
+    def tuple_sel(self, meta: Meta, kind: str, relation: str,
+                  conditions: tuple[Condition, ...] | None, module: str | None,
+                  execution: int | None) -> TupleSel:
+        return TupleSel(kind, relation, conditions or (), module, execution,  # type: ignore[arg-type]
+                        pos=_pos(meta))
+
+    def kind(self, meta: Meta, token: Token) -> str:
+        return token.value.lower()
+
+    def conditions(self, meta: Meta, *conditions: Condition) -> tuple[Condition, ...]:
+        return conditions
+
+    def condition(self, meta: Meta, column: str, op: str, value: LiteralValue) -> Condition:
+        return Condition(column, op, value, pos=_pos(meta))
+
+    def comp_op(self, meta: Meta, token: Token | None = None) -> str:
+        op = "=" if token is None else token.value  # a bare '=' is filtered out of the tree
+        return {"==": "=", "<>": "!="}.get(op, op)
+
+    def module(self, meta: Meta, name: str) -> str:
+        return name
+
+    def execution(self, meta: Meta, token: Token) -> int:
+        return self._int(token)
+
+    def invocation_sel(self, meta: Meta, module: str, execution: int | None) -> InvocationSel:
+        return InvocationSel(module, execution, pos=_pos(meta))
+
+    def node_sel(self, meta: Meta, token: Token) -> NodeSel:
+        node_id = self._int(token)
+        if node_id > MAX_NODE_ID:
+            raise self._error(token, f"node id {token} is out of range; ids are 0 to {MAX_NODE_ID}")
+        return NodeSel(node_id, pos=_pos(meta))
+
+    def token_sel(self, meta: Meta, token: Token) -> TokenSel:
+        return TokenSel(self._string(token), pos=_pos(meta))
+
+    def value_sel(self, meta: Meta, column: str, of: Selector) -> ValueSel:
+        return ValueSel(column, of, pos=_pos(meta))
+
+    # -- names and literals
+
+    def name(self, meta: Meta, token: Token) -> str:
+        if token.type == "NAME":
+            return str(token)
+        if len(token) == 2:
+            raise self._error(token, "empty backquoted name; write the name between the backquotes")
+        return token[1:-1]
+
+    def literal(self, meta: Meta, token: Token) -> LiteralValue:
+        kind = token.type
+        if kind == "STRING":
+            return self._string(token)
+        if kind == "NUMBER":
+            return self._number(token)
+        return {"TRUE": True, "FALSE": False, "NULL": None}[kind]
+
+    def _int(self, token: Token) -> int:
+        try:
+            return int(token)
+        except ValueError:  # more digits than Python converts
+            raise self._error(token, "number too long") from None
+
+    def _number(self, token: Token) -> int | float:
+        if _INTEGER.fullmatch(token):
+            return self._int(token)
+        value = float(token)
+        if not math.isfinite(value):
+            raise self._error(token, f"number {token} is out of range")
+        return value
+
+    def _string(self, token: Token) -> str:
+        """The value of a STRING token; only \\" \\' \\\\ \\n \\t are escapes."""
+        body, out, i = token[1:-1], [], 0
+        while i < len(body):
+            if body[i] != "\\":
+                out.append(body[i])
+                i += 1
+                continue
+            escaped = body[i + 1]  # the grammar guarantees a character after a backslash
+            if escaped not in _UNESCAPES:
+                raise self._error(token, f"unknown escape '\\{escaped}' in a string; "
+                                  "the escapes are \\\" \\' \\\\ \\n and \\t", offset=1 + i)
+            out.append(_UNESCAPES[escaped])
+            i += 2
+        return "".join(out)

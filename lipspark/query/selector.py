@@ -1,0 +1,176 @@
+"""Selectors: naming nodes by their data instead of their ids.
+
+* ``tuple REL(col = v, …) [in M] [execution N]`` — a base tuple (a token without incoming edges):
+  a workflow input tuple or a tuple of a module's initial state (tokens show their key columns);
+* ``input | state | output REL(…) [of M] [execution N]`` — a module's input, state or output
+  node (the ``·`` p-node of the paper's types i, s, o), matched on the whole tuple;
+* ``invocation M [execution N]``; ``node ID``; ``token "Cars:C2"``;
+* ``value COL of SEL`` — the v-node of column ``COL`` of the tuples ``SEL`` selects.
+
+``resolve`` returns sorted node positions and raises :class:`~lipspark.errors.QueryError` saying
+why when nothing matches (unknown relation or module, hidden by a ZoomOut, removed by a deletion).
+
+>>> import pandas as pd
+>>> from lipspark.graph.index import GraphIndex
+>>> from lipspark.query.ast import TupleSel, Condition
+>>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "label": ["Cars:C1", "Cars:C2"],
+...                                    "relation": "Cars", "module": "dealer1",
+...                                    "tuple": ['{"CarId": "C1"}', '{"CarId": "C2"}']}), pd.DataFrame({"src": [], "dst": []}))
+>>> g.ids[resolve(g, TupleSel("tuple", "Cars", (Condition("CarId", "=", "C2"),), "dealer1"))].tolist()
+[2]
+"""
+from __future__ import annotations
+
+import json
+import operator
+from typing import Any, Callable
+
+import numpy as np
+
+from lipspark.errors import QueryError
+from lipspark.graph.index import NODE_TYPES, GraphIndex
+from lipspark.query.ast import Condition, InvocationSel, NodeSel, Selector, TokenSel, TupleSel, ValueSel
+
+__all__ = ["resolve", "describe"]
+
+_LOW = np.int64((1 << 40) - 1)
+_OPS: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+}
+
+
+def describe(sel: Selector) -> str:
+    """The selector as query text (for messages)."""
+    return str(sel)
+
+
+def _where(sel: Selector) -> str:
+    line = getattr(getattr(sel, "pos", None), "line", 0)
+    return f" (line {sel.pos.line}, column {sel.pos.column})" if line else ""
+
+
+def _fail(sel: Selector, why: str) -> QueryError:
+    return QueryError(f"{describe(sel)}{_where(sel)}: {why}")
+
+
+def _cmp(op: str, found: Any, wanted: Any) -> bool:
+    if isinstance(found, bool) or isinstance(wanted, bool):
+        return _OPS[op](found, wanted) if isinstance(found, bool) == isinstance(wanted, bool) else op == "!="
+    if isinstance(found, (int, float)) and isinstance(wanted, (int, float)):
+        return _OPS[op](float(found), float(wanted))
+    if found is None or wanted is None:
+        return _OPS[op](found, wanted) if op in ("=", "!=") else False
+    if isinstance(found, (int, float)) != isinstance(wanted, (int, float)):
+        return op == "!="
+    return _OPS[op](found, wanted)
+
+
+def _match(g: GraphIndex, cand: np.ndarray, conds: tuple[Condition, ...], sel: TupleSel) -> np.ndarray:
+    if not conds or not len(cand):
+        return cand
+    tuples = g.nodes["tuple"].to_numpy()[cand]
+    keep = np.zeros(len(cand), dtype=bool)
+    columns: set[str] = set()
+    for i, t in enumerate(tuples):
+        row = json.loads(t) if isinstance(t, str) else {}
+        columns.update(row)
+        keep[i] = all(c.column in row and _cmp(c.op, row[c.column], c.value) for c in conds)
+    unknown = [c.column for c in conds if c.column not in columns]
+    if unknown and not keep.any():
+        shows = ", ".join(sorted(columns)) or "no columns"
+        hint = "; base tuples show only their key columns, or select the module's state/input node instead" if sel.kind == "tuple" else ""
+        raise _fail(sel, f"{sel.relation} has no column {', '.join(unknown)} (its tuples show: {shows}){hint}")
+    return cand[keep]
+
+
+def _col(g: GraphIndex, name: str) -> np.ndarray:
+    return g.nodes[name].astype(object).to_numpy()
+
+
+def _tuples(g: GraphIndex, sel: TupleSel) -> np.ndarray:
+    rel = _col(g, "relation")
+    mask = rel == sel.relation
+    if not mask.any():
+        known = sorted({str(r) for r in rel if isinstance(r, str)})
+        raise _fail(sel, f"no relation {sel.relation!r} in this graph (relations: {', '.join(known) or 'none'})")
+    code = g.type_code
+    if sel.kind == "tuple":
+        mask &= (np.diff(g.in_ptr) == 0) & ~g.is_v & (code != NODE_TYPES.index("m"))
+    else:
+        mask &= (code == NODE_TYPES.index(sel.kind[0])) & ~g.is_v & (g.labels[g.label_code] == "·")
+    if not mask.any():
+        raise _fail(sel, f"no {sel.kind} node of relation {sel.relation} in this view" + _hidden_hint(g))
+    if sel.module is not None:
+        mod = _col(g, "module")
+        by_module = mask & (mod == sel.module)
+        if not by_module.any():
+            found = sorted({str(m) for m in mod[mask] if isinstance(m, str)})
+            raise _fail(sel, f"no {sel.kind} of {sel.relation} in module {sel.module!r} (found in: {', '.join(found) or 'no module'})" + _hidden_hint(g, sel.module))
+        mask = by_module
+    if sel.execution is not None:
+        ex = g.nodes["execution"].to_numpy(dtype="float64", na_value=np.nan)
+        # base tuples of a module's initial state belong to every execution
+        mask &= (ex == sel.execution) | (np.isnan(ex) & (sel.kind == "tuple"))
+        if not mask.any():
+            raise _fail(sel, f"nothing in execution {sel.execution}")
+    out = _match(g, np.flatnonzero(mask), sel.conditions, sel)
+    if not len(out):
+        raise _fail(sel, "no tuple has these values" + _hidden_hint(g))
+    return out
+
+
+def _hidden_hint(g: GraphIndex, module: str | None = None) -> str:
+    if module is not None and module in g.zoom:
+        return f"; module {module} is zoomed out in this view: zoomin {module} first"
+    if g.zoom:
+        return f" (zoomed out: {', '.join(g.zoom)})"
+    return ""
+
+
+def _values(g: GraphIndex, sel: ValueSel, base: np.ndarray) -> np.ndarray:
+    cols = _col(g, "column")
+    cand = np.flatnonzero((cols == sel.column) & g.is_v)
+    if not len(cand):
+        raise _fail(sel, f"no value nodes of a column {sel.column!r} in this view (columns with v-nodes carry an aggregate or a black-box result)")
+    inv = g.nodes["invocation"].to_numpy(dtype="float64", na_value=np.nan)
+    rel = _col(g, "relation")
+    key = {(int(inv[p]) if not np.isnan(inv[p]) else -1, rel[p], int(g.type_code[p]), int(g.ids[p] & _LOW)): p for p in cand.tolist()}
+    out = []
+    for p in base.tolist():
+        hit = key.get((int(inv[p]) if not np.isnan(inv[p]) else -1, rel[p], int(g.type_code[p]), int(g.ids[p] & _LOW)))
+        if hit is not None:
+            out.append(hit)
+    if not out:
+        raise _fail(sel, f"the selected tuples have no v-node for {sel.column!r}")
+    return np.unique(np.asarray(out, dtype=np.int64))
+
+
+def resolve(g: GraphIndex, sel: Selector) -> np.ndarray:
+    """Positions of the nodes ``sel`` selects in the view ``g`` (at least one, sorted)."""
+    if isinstance(sel, NodeSel):
+        if not g.contains(sel.id):
+            raise _fail(sel, f"no node {sel.id} in this view" + _hidden_hint(g))
+        return np.array([g.position(sel.id)], dtype=np.int64)
+    if isinstance(sel, TokenSel):
+        hits = np.flatnonzero(g.labels[g.label_code] == sel.label)
+        hits = hits[np.diff(g.in_ptr)[hits] == 0]
+        if not len(hits):
+            raise _fail(sel, f"no token labelled {sel.label!r} in this view")
+        return hits
+    if isinstance(sel, InvocationSel):
+        mod = _col(g, "module")
+        mask = (g.type_code == NODE_TYPES.index("m")) & (mod == sel.module)
+        if not mask.any():
+            known = sorted({str(m) for m in mod[g.type_code == NODE_TYPES.index("m")]})
+            raise _fail(sel, f"no module {sel.module!r} (modules: {', '.join(known) or 'none'})")
+        if sel.execution is not None:
+            ex = g.nodes["execution"].to_numpy(dtype="float64", na_value=np.nan)
+            mask &= ex == sel.execution
+            if not mask.any():
+                raise _fail(sel, f"module {sel.module} was not invoked in execution {sel.execution}")
+        return np.flatnonzero(mask)
+    if isinstance(sel, TupleSel):
+        return _tuples(g, sel)
+    if isinstance(sel, ValueSel):
+        return _values(g, sel, resolve(g, sel.of))
+    raise QueryError(f"unknown selector {type(sel).__name__}")

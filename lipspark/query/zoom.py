@@ -1,0 +1,165 @@
+"""ZoomOut and ZoomIn (Lipstick section 4.1, Definition 4.1).
+
+``zoom_out(g, modules)`` hides the intermediate computation of every invocation of the named
+modules, in all executions, together with their state nodes and the base tuples adjacent to
+those state nodes; each invocation is replaced by one p-node labelled with the module (type
+``z``), with an edge from each of the invocation's inputs and an edge to each of its outputs.
+The invocation node, the input and the output nodes stay. ``zoom_in`` is the exact inverse:
+the hidden nodes and edges are kept in the zoomed view and given back node for node and edge for
+edge.
+
+A node is part of the intermediate computation of an invocation of M (Definition 4.1) iff a
+path reaches it from an input or state node of an invocation of M (or from a v-node of such an
+intermediate computation) with no output node on the path, itself included. Nodes that an
+invocation created but no input or state reaches (constants inside the module) are hidden with
+it as well, so that nothing is left dangling.
+
+>>> import pandas as pd
+>>> from lipspark.graph.index import GraphIndex
+>>> n = pd.DataFrame({"id": [1, 16, 3, 4, 5, 6], "kind": "p",
+...                   "label": ["R:a", "M", "·", "δ", "·", "·"], "type": [None, "m", "i", None, "o", "s"],
+...                   "module": [None, "M", "M", "M", "M", "M"], "execution": [None, 1, 1, 1, 1, 1]})
+>>> e = pd.DataFrame({"src": [1, 16, 3, 6, 4, 16, 16], "dst": [3, 3, 4, 4, 5, 5, 6]})
+>>> g = GraphIndex.build(n, e)
+>>> z = zoom_out(g, ["M"])
+>>> sorted(z.ids.tolist()), z.num_edges
+([1, 3, 5, 16, 17], 5)
+>>> zoom_in(z, ["M"]).same_as(g)
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from lipspark.errors import QueryError
+from lipspark.graph.index import NODE_TYPES, GraphIndex, gather
+
+__all__ = ["zoom_out", "zoom_in", "intermediate", "ZoomRecord", "zoomed_modules"]
+
+_I, _S, _O, _M, _Z = (NODE_TYPES.index(t) for t in "isomz")
+
+
+@dataclass(frozen=True)
+class ZoomRecord:
+    """What a ZoomOut of one module hid: its node rows and the edges (ids and eids) they touched."""
+
+    module: str
+    nodes: pd.DataFrame
+    src: np.ndarray
+    dst: np.ndarray
+    eid: np.ndarray
+
+
+def zoomed_modules(g: GraphIndex) -> list[str]:
+    """The modules zoomed out in this view, in the order they were zoomed out."""
+    return list(g.zoom)
+
+
+def _invocations(g: GraphIndex, module: str) -> np.ndarray:
+    mod = g.nodes["module"]
+    return np.flatnonzero((g.type_code == _M) & (mod == module).to_numpy())
+
+
+def _boundary(g: GraphIndex, inv: np.ndarray, code: int) -> np.ndarray:
+    """Positions of the nodes of type ``code`` the invocations ``inv`` have an edge into."""
+    ups = gather(g.out_ptr, g.out_dst, inv)
+    return np.unique(ups[g.type_code[ups] == code])
+
+
+def intermediate(g: GraphIndex, module: str) -> np.ndarray:
+    """Positions of the intermediate computation of all invocations of ``module`` (Def. 4.1)."""
+    inv = _invocations(g, module)
+    seeds = np.concatenate([_boundary(g, inv, _I), _boundary(g, inv, _S)])
+    is_out = g.type_code == _O
+    reached = g.descendants(seeds, stop=is_out)
+    mask = np.zeros(len(g), dtype=bool)
+    mask[reached] = True
+    # module-internal constants: created by one of the invocations, reached by no input or state
+    created = g.nodes["invocation"].isin(g.ids[inv]).to_numpy(dtype=bool, na_value=False) & (g.type_code == 0)
+    mask |= created
+    mask &= ~is_out
+    return np.flatnonzero(mask)
+
+
+def _hidden(g: GraphIndex, module: str) -> np.ndarray:
+    """Mask of everything a ZoomOut of ``module`` removes (steps 3 and 4)."""
+    inv = _invocations(g, module)
+    mask = np.zeros(len(g), dtype=bool)
+    mask[intermediate(g, module)] = True
+    state = _boundary(g, inv, _S)
+    mask[state] = True
+    kids = gather(g.in_ptr, g.in_src, state)
+    base = kids[(np.diff(g.in_ptr)[kids] == 0) & (g.type_code[kids] != _M) & ~g.is_v[kids]]
+    mask[base] = True
+    return mask
+
+
+def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
+    """The view of ``g`` with every invocation of ``modules`` zoomed out (section 4.1, steps 1–5)."""
+    modules = list(dict.fromkeys(modules))
+    known = set(g.nodes.loc[g.type_code == _M, "module"].dropna().astype(str))
+    for m in modules:
+        if m in g.zoom:
+            raise QueryError(f"module {m!r} is already zoomed out; zoomin {m} first")
+        if m not in known:
+            raise QueryError(f"no invocation of a module {m!r} in this graph; modules: {', '.join(sorted(known)) or 'none'}")
+    hidden_all = np.zeros(len(g), dtype=bool)
+    masks = {}
+    for m in modules:
+        masks[m] = _hidden(g, m)
+        hidden_all |= masks[m]
+    edge_hidden = hidden_all[g.src] | hidden_all[g.dst]
+    records = dict(g.zoom)
+    new_nodes, e_src, e_dst = [], [], []
+    for m in modules:
+        mask = masks[m]
+        touch = mask[g.src] | mask[g.dst]
+        records[m] = ZoomRecord(m, g.nodes[mask], g.ids[g.src[touch]], g.ids[g.dst[touch]], g.eid[touch])
+        inv = _invocations(g, m)
+        zid = g.ids[inv] | np.int64(1)  # ordinal 1 of an invocation's segment is free (see docs/graph-format.md)
+        if np.isin(zid, g.ids).any():
+            raise QueryError(f"cannot zoom out {m!r}: its zoom node ids are taken; is the graph already zoomed?")
+        rows = g.nodes.iloc[inv].copy()
+        rows["id"] = zid
+        rows["label"] = m
+        rows["type"] = "z"
+        new_nodes.append(rows)
+        ups = gather(g.out_ptr, g.out_dst, inv)
+        owner = np.repeat(np.arange(len(inv)), np.diff(g.out_ptr)[inv])
+        ins = np.isin(g.type_code[ups], (_I,))
+        outs = g.type_code[ups] == _O
+        e_src += [g.ids[ups[ins]], zid[owner[outs]]]
+        e_dst += [zid[owner[ins]], g.ids[ups[outs]]]
+    add_nodes = pd.concat(new_nodes, ignore_index=True) if new_nodes else None
+    src = np.concatenate(e_src) if e_src else np.zeros(0, np.int64)
+    dst = np.concatenate(e_dst) if e_dst else np.zeros(0, np.int64)
+    return g.derive(~hidden_all, ~edge_hidden, add_nodes, (src, dst, np.full(len(src), -1, dtype=np.int64)), zoom=records)
+
+
+def zoom_in(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
+    """The exact inverse of :func:`zoom_out`: give back what zooming out ``modules`` hid."""
+    modules = list(dict.fromkeys(modules))
+    for m in modules:
+        if m not in g.zoom:
+            zoomed = ", ".join(g.zoom) or "none"
+            raise QueryError(f"module {m!r} is not zoomed out in this view (zoomed out: {zoomed})")
+    records = {k: v for k, v in g.zoom.items() if k not in modules}
+    mod = g.nodes["module"].isin(modules).to_numpy(dtype=bool, na_value=False)
+    drop = (g.type_code == _Z) & mod
+    keep_edges = ~(drop[g.src] | drop[g.dst])
+    restored = [g.zoom[m] for m in modules]
+    add_nodes = pd.concat([r.nodes for r in restored], ignore_index=True)
+    src = np.concatenate([r.src for r in restored])
+    dst = np.concatenate([r.dst for r in restored])
+    eid = np.concatenate([r.eid for r in restored])
+    # an edge between nodes hidden by two modules is in both records: give it back once, and only
+    # when both its ends are visible again
+    present = np.union1d(g.ids[~drop], add_nodes["id"].to_numpy(dtype=np.int64))
+    ok = np.isin(src, present) & np.isin(dst, present) & ~np.isin(eid, g.eid)
+    _, first = np.unique(eid[ok], return_index=True)
+    idx = np.flatnonzero(ok)[first]
+    return g.derive(~drop, keep_edges, add_nodes, (src[idx], dst[idx], eid[idx]), zoom=records)
