@@ -671,7 +671,13 @@ class AnnotatedGroupedData:
                     arguments.append(it.argument)
                     member_cols.append(F.expr(it.argument).alias(f"x{len(arguments) - 1}"))
                 arg_index = arguments.index(it.argument)
-            agg_meta.append({"op": label, "arg": arg_index, "column": it.name})
+            entry = {"op": label, "arg": arg_index, "column": it.name}
+            source = it.argument.strip("`") if not it.literal else None
+            if source in fr._values:  # the argument has its own v-node: ⊗ pairs the member with it
+                vname = f"v{len(agg_meta)}"
+                member_cols.append(F.col(value_col(source)).alias(vname))
+                entry["vnode"] = vname
+            agg_meta.append(entry)
         members = fr._df.select(*member_cols)
         # output: exactly the plain aggregation (collect_list rebuilt to keep member provenance)
         if bags:

@@ -170,10 +170,17 @@ def _group(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table]) -> tuple
         value_ids = base | (2 * slot + 3)
         member_vals = [1 if op == "Count" else _py(x) for x in vals[present].tolist()]
         node_parts.append(_nodes(tensor_ids, "v", "⊗", seg))
-        node_parts.append(_nodes(value_ids, "v", [_fmt(x) for x in member_vals], seg, member_vals))
+        vcol = agg.get("vnode")
+        has_own = m[vcol].notna().to_numpy()[rows] if vcol in m.columns else np.zeros(len(rows), dtype=bool)
+        if has_own.any():  # the value is a v-node of its own (an aggregate, a black box's result)
+            own_ids = m[vcol].to_numpy(dtype="int64", na_value=0)[rows][has_own]
+            edge_parts.append(_edges(own_ids, tensor_ids[has_own]))
+        fresh = ~has_own
+        node_parts.append(_nodes(value_ids[fresh], "v", [_fmt(x) for x, f in zip(member_vals, fresh) if f], seg,
+                                 [x for x, f in zip(member_vals, fresh) if f]))
         edge_parts += [
             _edges(m["m"].to_numpy()[rows], tensor_ids),
-            _edges(value_ids, tensor_ids),
+            _edges(value_ids[fresh], tensor_ids[fresh]),
             _edges(tensor_ids, m["g"].to_numpy()[rows] ^ np.int64(aggregate_salt(n))),
         ]
     return pd.concat(node_parts, ignore_index=True), pd.concat(edge_parts, ignore_index=True)
