@@ -30,7 +30,7 @@ import pandas as pd
 
 from lipspark.errors import LipsparkError, StoreError
 
-__all__ = ["GraphIndex", "gather", "NODE_TYPES"]
+__all__ = ["GraphIndex", "gather", "unique_positions", "NODE_TYPES"]
 
 #: Node types of the paper (input, state, output, module invocation) and ``z``, the p-node a
 #: ZoomOut puts in place of an invocation's intermediate computation. Code 0 is "no type".
@@ -56,9 +56,31 @@ def gather(ptr: np.ndarray, targets: np.ndarray, nodes: np.ndarray) -> np.ndarra
     return targets[offs + np.arange(total, dtype=np.int64)]
 
 
-def _csr(keys: np.ndarray, vals: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR of ``vals`` grouped by ``keys`` (rows ``0..n-1``); also returns the sort order."""
-    order = np.lexsort((vals, keys))
+def unique_positions(a: np.ndarray, n: int) -> np.ndarray:
+    """Sorted distinct values of ``a`` (positions below ``n``): a sort for small arrays, a mask
+    over ``n`` for large ones (hashing a million positions costs more than marking them).
+
+    >>> unique_positions(np.array([3, 1, 3]), 5).tolist()
+    [1, 3]
+    """
+    if len(a) < max(64, n >> 6):
+        return np.unique(a)
+    mask = np.zeros(n, dtype=bool)
+    mask[a] = True
+    return np.flatnonzero(mask)
+
+
+def _in_sorted(sorted_arr: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Mask: which of ``x`` occur in the sorted array ``sorted_arr``."""
+    idx = np.minimum(np.searchsorted(sorted_arr, x), len(sorted_arr) - 1)
+    return sorted_arr[idx] == x
+
+
+def _csr(keys: np.ndarray, vals: np.ndarray, n: int, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSR of ``vals`` grouped by ``keys`` (rows ``0..n-1``, edge order kept within a row);
+    ``order`` is that grouping when the caller already has it. Also returns the order."""
+    if order is None:
+        order = np.argsort(keys, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
     return ptr, vals[order].astype(np.int32 if n < 2**31 else np.int64), order
@@ -70,7 +92,8 @@ class GraphIndex:
     Build one with :meth:`build` from node and edge frames, or :meth:`load` from a store.
     """
 
-    def __init__(self, nodes: pd.DataFrame, src: np.ndarray, dst: np.ndarray, eid: np.ndarray, *, zoom: dict[str, Any] | None = None) -> None:
+    def __init__(self, nodes: pd.DataFrame, src: np.ndarray, dst: np.ndarray, eid: np.ndarray, *, zoom: dict[str, Any] | None = None,
+                 orders: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         # ``nodes`` sorted by id, positional index; src/dst are node positions
         self.nodes = nodes
         self.ids = nodes["id"].to_numpy(dtype=np.int64)
@@ -79,16 +102,19 @@ class GraphIndex:
         label = nodes["label"].astype("category")
         self.labels = label.cat.categories
         self.label_code = label.cat.codes.to_numpy()
-        self.type_code = pd.Categorical(nodes["type"].astype(object).where(nodes["type"].notna(), ""), categories=NODE_TYPES).codes.astype(np.int8)
-        if (self.type_code < 0).any():
-            bad = sorted(set(nodes["type"].dropna()) - set(NODE_TYPES))
+        types = nodes["type"].astype("category")
+        cats = [str(c) for c in types.cat.categories]
+        bad = sorted(set(cats) - set(NODE_TYPES))
+        if bad:
             raise StoreError(f"unknown node type(s) {bad}; expected one of {list(NODE_TYPES[1:])}")
+        lut = np.array([NODE_TYPES.index(c) for c in cats] + [0], dtype=np.int8)  # code -1 (no type) -> 0
+        self.type_code = lut[types.cat.codes.to_numpy()]
         self.src = src.astype(np.int64, copy=False)
         self.dst = dst.astype(np.int64, copy=False)
         self.eid = eid.astype(np.int64, copy=False)
-        self.in_ptr, self.in_src, in_order = _csr(self.dst, self.src, n)
-        self.in_eid = self.eid[in_order]
-        self.out_ptr, self.out_dst, _ = _csr(self.src, self.dst, n)
+        self.in_ptr, self.in_src, self.in_order = _csr(self.dst, self.src, n, orders[0] if orders else None)
+        self.in_eid = self.eid[self.in_order]
+        self.out_ptr, self.out_dst, self.out_order = _csr(self.src, self.dst, n, orders[1] if orders else None)
         #: what each zoomed-out module hid, so that ZoomIn can give it back (see lipspark.query.zoom)
         self.zoom: dict[str, Any] = dict(zoom or {})
 
@@ -116,7 +142,10 @@ class GraphIndex:
     def _positions(ids: np.ndarray, refs: np.ndarray, what: str) -> np.ndarray:
         pos = np.searchsorted(ids, refs)
         pos = np.minimum(pos, max(len(ids) - 1, 0))
-        bad = (len(ids) == 0) | (ids[pos] != refs) if len(refs) else np.zeros(0, dtype=bool)
+        if not len(ids):  # no nodes: every edge dangles (and ids[pos] would be out of bounds)
+            bad = np.ones(len(refs), dtype=bool)
+        else:
+            bad = ids[pos] != refs
         if np.any(bad):
             missing = sorted(set(refs[bad].tolist()))[:5]
             raise StoreError(f"the graph is corrupt: {int(np.sum(bad))} edge(s) have a {what} node that does not exist (ids {missing})")
@@ -133,19 +162,40 @@ class GraphIndex:
     def derive(self, keep: np.ndarray, edge_keep: np.ndarray, add_nodes: pd.DataFrame | None = None,
                add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, *, zoom: dict[str, Any] | None = None) -> "GraphIndex":
         """A new index with the nodes ``keep`` (bool mask) and edges ``edge_keep`` (bool mask, both
-        endpoints kept), plus ``add_nodes`` and ``add_edges`` = (src ids, dst ids, eids)."""
-        kept = self.nodes[keep]
-        e_src, e_dst, e_eid = self.ids[self.src[edge_keep]], self.ids[self.dst[edge_keep]], self.eid[edge_keep]
+        endpoints kept), plus ``add_nodes`` and ``add_edges`` = (src ids, dst ids, eids).
+
+        Positions are remapped with a prefix sum and the CSR orders filtered, not re-sorted, so a
+        deletion's view costs a few passes over the arrays.
+        """
+        kept_pos = np.flatnonzero(keep)
+        remap = np.full(len(self.ids), -1, dtype=np.int64)
+        kept = self.nodes.iloc[kept_pos]
         if add_nodes is not None and len(add_nodes):
-            kept = _concat([kept, add_nodes])
+            all_ids = np.concatenate([self.ids[kept_pos], add_nodes["id"].to_numpy(dtype=np.int64)])
+            order = np.argsort(all_ids, kind="stable")
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order), dtype=np.int64)
+            remap[kept_pos] = rank[: len(kept_pos)]
+            nodes = _concat([kept, add_nodes]).take(order).reset_index(drop=True)
+            ids = all_ids[order]
+            if len(ids) > 1 and (np.diff(ids) == 0).any():
+                raise StoreError("a derived view would have two nodes with the same id")
+        else:
+            remap[kept_pos] = np.arange(len(kept_pos), dtype=np.int64)
+            nodes = kept.reset_index(drop=True)
+            ids = self.ids[kept_pos]
+        src, dst, eid = remap[self.src[edge_keep]], remap[self.dst[edge_keep]], self.eid[edge_keep]
+        if (src < 0).any() or (dst < 0).any():
+            raise StoreError("derive: an edge kept in the view has an endpoint that does not exist in the view")
+        orders = None
         if add_edges is not None and len(add_edges[0]):
-            e_src = np.concatenate([e_src, add_edges[0]])
-            e_dst = np.concatenate([e_dst, add_edges[1]])
-            e_eid = np.concatenate([e_eid, add_edges[2]])
-        kept = kept.sort_values("id", kind="stable").reset_index(drop=True)
-        ids = kept["id"].to_numpy(dtype=np.int64)
-        return GraphIndex(kept, self._positions(ids, e_src, "source"), self._positions(ids, e_dst, "target"), e_eid,
-                          zoom=self.zoom if zoom is None else zoom)
+            src = np.concatenate([src, self._positions(ids, add_edges[0], "source")])
+            dst = np.concatenate([dst, self._positions(ids, add_edges[1], "target")])
+            eid = np.concatenate([eid, add_edges[2]])
+        else:  # kept nodes keep their relative order: filtering the groupings keeps them grouped
+            new_edge = np.cumsum(edge_keep) - 1
+            orders = (new_edge[self.in_order[edge_keep[self.in_order]]], new_edge[self.out_order[edge_keep[self.out_order]]])
+        return GraphIndex(nodes, src, dst, eid, zoom=self.zoom if zoom is None else zoom, orders=orders)
 
     # ------------------------------------------------------------------ lookups
     def __len__(self) -> int:
@@ -195,23 +245,52 @@ class GraphIndex:
         """Positions of the nodes ``pos`` has an edge into (with multiplicity)."""
         return self.out_dst[self.out_ptr[pos]:self.out_ptr[pos + 1]]
 
+    @property
+    def invocation_pos(self) -> np.ndarray:
+        """For every node, the position of the invocation node that created it (-1: none)."""
+        cached = getattr(self, "_invocation_pos", None)
+        if cached is None:
+            inv = self.nodes["invocation"].to_numpy(dtype=np.int64, na_value=-1)
+            pos = np.minimum(np.searchsorted(self.ids, inv), max(len(self.ids) - 1, 0))
+            cached = np.where((inv != -1) & (self.ids[pos] == inv) if len(self.ids) else inv != -1, pos, -1)
+            self._invocation_pos = cached
+        return cached
+
     def in_degree(self) -> np.ndarray:
         """Number of incoming edges of every node."""
         return np.diff(self.in_ptr)
 
     # ------------------------------------------------------------------ traversal
     def _closure(self, ptr: np.ndarray, targets: np.ndarray, seeds: Any, stop: np.ndarray | None = None) -> np.ndarray:
-        seen = np.zeros(len(self.ids), dtype=bool)
-        frontier = np.unique(np.atleast_1d(np.asarray(seeds, dtype=np.int64)))
+        """Positions reachable from ``seeds`` along ``ptr``/``targets`` (seeds only if reached).
+
+        Small answers are tracked in a sorted array, so a query that reaches a few hundred nodes
+        never touches an array of the graph's size; past n/256 nodes a dense mask takes over.
+        """
+        n = len(self.ids)
+        frontier = unique_positions(np.atleast_1d(np.asarray(seeds, dtype=np.int64)), n)
+        visited = np.zeros(0, dtype=np.int64)
+        seen: np.ndarray | None = None
         while len(frontier):
             nxt = gather(ptr, targets, frontier)
-            nxt = nxt[~seen[nxt]]
-            if not len(nxt):
-                break
-            nxt = np.unique(nxt)
-            seen[nxt] = True
+            if seen is None:
+                nxt = np.unique(nxt)
+                if len(visited) and len(nxt):
+                    nxt = nxt[~_in_sorted(visited, nxt)]
+                if not len(nxt):
+                    break
+                visited = np.union1d(visited, nxt)
+                if len(visited) > (n >> 8):
+                    seen = np.zeros(n, dtype=bool)
+                    seen[visited] = True
+            else:
+                nxt = nxt[~seen[nxt]]
+                if not len(nxt):
+                    break
+                nxt = unique_positions(nxt, n)
+                seen[nxt] = True
             frontier = nxt if stop is None else nxt[~stop[nxt]]
-        return np.flatnonzero(seen)
+        return visited if seen is None else np.flatnonzero(seen)
 
     def ancestors(self, seeds: Any) -> np.ndarray:
         """Positions of every node with a path to a seed (the backward trace), seeds excluded
@@ -293,13 +372,17 @@ class GraphIndex:
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate node frames, keeping categoricals categorical (union of categories)."""
+    """Concatenate node frames, keeping categoricals categorical (union of their categories)."""
+    from pandas.api.types import union_categoricals
+
     frames = [f for f in frames if len(f)] or frames[:1]
-    out = pd.concat([f.astype({c: object for c in _CATEGORICAL if c in f.columns}) for f in frames], ignore_index=True)
-    for c in _CATEGORICAL:
-        if c in out.columns:
-            out[c] = out[c].astype("category")
+    columns = list(frames[0].columns)
+    cats = {c: union_categoricals([f[c].astype("category") for f in frames], ignore_order=True)
+            for c in _CATEGORICAL if all(c in f.columns for f in frames)}
+    out = pd.concat([f.drop(columns=list(cats)) for f in frames], ignore_index=True)
+    for c, values in cats.items():
+        out[c] = values
     for c in ("seg", "execution", "invocation"):
         if c in out.columns:
             out[c] = pd.array(out[c], dtype="Int64")
-    return out
+    return out[columns]

@@ -59,13 +59,25 @@ class ValueChange:
 
 @dataclass
 class DeletionResult:
-    """The outcome of a deletion: the view without the removed nodes, and what changed."""
+    """The outcome of a deletion: what was removed and what changed; ``view`` is the graph
+    without the removed nodes (built on first use: propagation itself touches only the
+    descendants of the deleted nodes, the new view is a pass over the whole graph)."""
 
-    view: GraphIndex
+    graph: GraphIndex
+    removed: np.ndarray  # mask over ``graph``
     removed_ids: np.ndarray
     surviving_outputs: np.ndarray
     removed_outputs: np.ndarray
     values: list[ValueChange] = field(default_factory=list)
+    _view: GraphIndex | None = field(default=None, repr=False)
+
+    @property
+    def view(self) -> GraphIndex:
+        """The view without the removed nodes and their edges."""
+        if self._view is None:
+            g, removed = self.graph, self.removed
+            self._view = g.derive(~removed, ~(removed[g.src] | removed[g.dst]))
+        return self._view
 
 
 def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
@@ -169,12 +181,14 @@ def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True) -> Delet
     """
     removed = propagate(g, g.positions(nodes))
     changes = _what_if(g, removed) if values else []
-    is_out = g.type_code == _O
-    view = g.derive(~removed, ~(removed[g.src] | removed[g.dst]))
+    is_out = (g.type_code == _O) & ~g.is_v  # output tuples (their values are in `values`)
+    gone = np.flatnonzero(removed)
+    out_gone = gone[is_out[gone]]
     return DeletionResult(
-        view=view,
-        removed_ids=g.ids[removed],
+        graph=g,
+        removed=removed,
+        removed_ids=g.ids[gone],
         surviving_outputs=g.ids[is_out & ~removed],
-        removed_outputs=g.ids[is_out & removed],
+        removed_outputs=g.ids[out_gone],
         values=changes,
     )

@@ -105,6 +105,11 @@ class Result:
     summary: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
     columns: list[str] = field(default_factory=list)
+    #: the view the statement ran on (for drawing: :mod:`lipspark.viz`); ``nodes``: the positions
+    #: in it that answer the statement (None: the whole view); ``removed``: positions a delete removed
+    graph: GraphIndex | None = field(default=None, repr=False)
+    nodes: np.ndarray | None = field(default=None, repr=False)
+    removed: np.ndarray | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data: the statement, its kind, a summary, rows and extra sections."""
@@ -133,6 +138,18 @@ class Result:
         return self.to_text()
 
 
+def _expanded(expr: Any) -> str:
+    """An expression with its polynomials multiplied out (sympy), shared parts expanded."""
+    from lipspark.semiring import AggValue, Expr, normal_form
+
+    if isinstance(expr, AggValue):
+        groups = sorted(expr.normal_form()[1], key=lambda t: str(t))
+        return f"{expr.op}(" + " + ".join(f"({poly}) ⊗ {value}" for value, poly in groups) + ")"
+    if isinstance(expr, Expr):
+        return str(normal_form(expr))
+    return str(expr)
+
+
 class Session:
     """A working view over a provenance graph, changed and read by query statements.
 
@@ -159,8 +176,27 @@ class Session:
             raise QueryError(f"statement {type(stmt).__name__} is not supported")
         return handler(stmt)
 
+    def _resolve(self, sel: ast.Selector) -> np.ndarray:
+        """Positions ``sel`` selects in the view; when nothing does, say whether the view hides it."""
+        try:
+            return resolve(self.view, sel)
+        except QueryError as err:
+            if self.view is self.base:
+                raise
+            try:
+                found = resolve(self.base, sel)
+            except QueryError:
+                raise err from None
+            why = []
+            for m, rec in self.view.zoom.items():
+                if rec.nodes["id"].isin(self.base.ids[found]).any():
+                    why.append(f"hidden by zoomout {m} (zoomin {m} to see it)")
+            if any(op == "delete" for op, _ in self._ops):
+                why.append(("or " if why else "") + "removed by an earlier delete (reset to start over)")
+            raise QueryError(f"{sel}: the captured graph has {len(found)} matching node(s) but this view does not: " + "; ".join(why or ["not in this view"])) from None
+
     def _one(self, sel: ast.Selector, what: str) -> int:
-        hits = resolve(self.view, sel)
+        hits = self._resolve(sel)
         if len(hits) > 1:
             sample = ", ".join(str(int(i)) for i in self.view.ids[hits[:5]])
             at = f" (line {sel.pos.line}, column {sel.pos.column})" if sel.pos.line else ""
@@ -170,7 +206,7 @@ class Session:
 
     def _view_result(self, stmt: ast.Statement, what: str) -> Result:
         zoomed = list(self.view.zoom)
-        return Result(str(stmt), "view", summary=f"{what}; view: {len(self.view)} nodes, {self.view.num_edges} edges"
+        return Result(str(stmt), "view", graph=self.view, summary=f"{what}; view: {len(self.view)} nodes, {self.view.num_edges} edges"
                       + (f", zoomed out: {', '.join(zoomed)}" if zoomed else ""), extra={"nodes": len(self.view), "edges": self.view.num_edges, "zoomed_out": zoomed})
 
     # ------------------------------------------------------------------ view-changing statements
@@ -218,7 +254,7 @@ class Session:
         return self._view_result(stmt, "back to the captured graph")
 
     def _delete(self, stmt: ast.Delete) -> Result:
-        pos = np.unique(np.concatenate([resolve(self.view, s) for s in stmt.targets]))
+        pos = np.unique(np.concatenate([self._resolve(s) for s in stmt.targets]))
         ids = self.view.ids[pos]
         before = self.view
         r = delete(before, ids)
@@ -227,33 +263,39 @@ class Session:
         survivors = before.positions(r.surviving_outputs)
         gone = before.positions(r.removed_outputs)
         out_cols = ["id", "module", "execution", "relation", "tuple"]
-        values = [{"node": c.node, "label": c.label, "before": _plain(c.before), "after": _plain(c.after)} for c in r.values]
+        values = []
+        for c in r.values:
+            a = before.attrs(before.position(c.node))
+            values.append({"node": c.node, "label": c.label, "module": a["module"], "execution": a["execution"],
+                           "relation": a["relation"], "column": a["column"], "before": _plain(c.before), "after": _plain(c.after)})
         return Result(
-            str(stmt), "delete",
+            str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
             summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed",
             extra={"deleted": [int(i) for i in ids], "removed": [int(i) for i in r.removed_ids],
                    "_tables": {"removed outputs": (node_rows(before, gone), out_cols),
-                               "changed values": (values, ["node", "label", "before", "after"]),
+                               "changed values": (values, ["node", "label", "module", "execution", "relation", "column", "before", "after"]),
                                "surviving outputs": (node_rows(before, survivors), out_cols)}},
         )
 
     # ------------------------------------------------------------------ reading statements
-    def _nodes(self, stmt: ast.Statement, positions: np.ndarray, kind: str, what: str) -> Result:
+    def _nodes(self, stmt: ast.Statement, positions: np.ndarray, kind: str, what: str, focus: np.ndarray | None = None) -> Result:
         rows = node_rows(self.view, positions)
-        return Result(str(stmt), kind, rows=rows, summary=f"{len(rows)} {what}", columns=_NODE_COLS)
+        shown = positions if focus is None else np.union1d(positions, focus)
+        return Result(str(stmt), kind, rows=rows, summary=f"{len(rows)} {what}", columns=_NODE_COLS, graph=self.view, nodes=shown)
 
     def _show(self, stmt: ast.Show) -> Result:
-        return self._nodes(stmt, resolve(self.view, stmt.target), "nodes", "node(s)")
+        return self._nodes(stmt, self._resolve(stmt.target), "nodes", "node(s)")
 
     def _ancestors(self, stmt: ast.Ancestors) -> Result:
-        return self._nodes(stmt, self.view.ancestors(resolve(self.view, stmt.target)), "nodes", "ancestor(s)")
+        seeds = self._resolve(stmt.target)
+        return self._nodes(stmt, self.view.ancestors(seeds), "nodes", "ancestor(s)", seeds)
 
     def _descendants(self, stmt: ast.Descendants) -> Result:
-        return self._nodes(stmt, self.view.descendants(resolve(self.view, stmt.target)), "nodes", "descendant(s)")
+        seeds = self._resolve(stmt.target)
+        return self._nodes(stmt, self.view.descendants(seeds), "nodes", "descendant(s)", seeds)
 
     def _subgraph(self, stmt: ast.Subgraph) -> Result:
-        seeds = resolve(self.view, stmt.target)
-        pos = subgraph_positions(self.view, seeds)
+        pos = subgraph_positions(self.view, [self._one(stmt.target, "subgraph")])
         member = np.zeros(len(self.view), dtype=bool)
         member[pos] = True
         em = member[self.view.src] & member[self.view.dst]
@@ -264,29 +306,18 @@ class Session:
         return r
 
     def _depends(self, stmt: ast.Depends) -> Result:
-        targets = resolve(self.view, stmt.target)
-        on = np.unique(np.concatenate([resolve(self.view, s) for s in stmt.on]))
+        targets = self._resolve(stmt.target)
+        on = np.unique(np.concatenate([self._resolve(s) for s in stmt.on]))
         removed = propagate(self.view, on)
         rows = [{"node": int(self.view.ids[p]), "label": self.view.label(p), "depends": bool(removed[p])} for p in targets.tolist()]
         n = sum(r["depends"] for r in rows)
         return Result(str(stmt), "depends", rows=rows, summary=f"{n} of {len(rows)} node(s) depend on it", columns=["node", "label", "depends"])
 
     def _polynomial(self, stmt: ast.Polynomial) -> Result:
-        from lipspark.semiring import normal_form
-
         rows = []
-        for p in resolve(self.view, stmt.target).tolist():
+        for p in self._resolve(stmt.target).tolist():
             expr = polynomial(self.view, int(self.view.ids[p]))
-            if stmt.expand and not isinstance(expr, (int, float, str, type(None))) and hasattr(expr, "normal_form"):
-                text = str(expr.normal_form())
-            elif stmt.expand:
-                try:
-                    text = str(normal_form(expr))
-                except (SemiringError, TypeError, AttributeError):
-                    text = str(expr)
-            else:
-                text = str(expr)
-            rows.append({"node": int(self.view.ids[p]), "label": self.view.label(p), "polynomial": text})
+            rows.append({"node": int(self.view.ids[p]), "label": self.view.label(p), "polynomial": _expanded(expr) if stmt.expand else str(expr)})
         return Result(str(stmt), "polynomial", rows=rows, columns=["node", "label", "polynomial"])
 
     def _evaluate(self, stmt: ast.Evaluate) -> Result:
@@ -301,7 +332,7 @@ class Session:
             raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from err
         mapping, default = self._valuation(stmt, lambda v: _coerce(name, semiring, v, stmt))
         rows = []
-        for p in resolve(self.view, stmt.target).tolist():
+        for p in self._resolve(stmt.target).tolist():
             value = evaluate(self.view, int(self.view.ids[p]), semiring, mapping, default=default)
             rows.append({"node": int(self.view.ids[p]), "label": self.view.label(p), "value": _plain(value)})
         return Result(str(stmt), "evaluate", rows=rows, summary=f"in the {name} semiring", columns=["node", "label", "value"])
@@ -311,7 +342,7 @@ class Session:
 
         mapping, default = self._valuation(stmt, lambda v: _coerce("probability", None, v, stmt))
         rows = []
-        for p in resolve(self.view, stmt.target).tolist():
+        for p in self._resolve(stmt.target).tolist():
             expr = polynomial(self.view, int(self.view.ids[p]))
 
             def look(name: str) -> float:

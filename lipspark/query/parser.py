@@ -66,6 +66,7 @@ _FRIENDLY = {
     "STRING": "a string",
     "NUMBER": "a number",
     "INT": "a non-negative integer",
+    "NODE_ID": "a node id (an integer)",
     "$END": _END,
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
@@ -351,9 +352,9 @@ class _ToAst(Transformer):
         return InvocationSel(module, execution, pos=_pos(meta))
 
     def node_sel(self, meta: Meta, token: Token) -> NodeSel:
-        node_id = self._int(token)
-        if node_id > MAX_NODE_ID:
-            raise self._error(token, f"node id {token} is out of range; ids are 0 to {MAX_NODE_ID}")
+        node_id = int(str(token))
+        if not -MAX_NODE_ID - 1 <= node_id <= MAX_NODE_ID:
+            raise self._error(token, f"node id {token} is out of range; ids are 64-bit integers ({-MAX_NODE_ID - 1} to {MAX_NODE_ID})")
         return NodeSel(node_id, pos=_pos(meta))
 
     def token_sel(self, meta: Meta, token: Token) -> TokenSel:

@@ -9,8 +9,9 @@ per node, so shared sub-graphs stay shared sub-expressions (a DAG); expand it on
 * ``·``, ``+``, ``δ`` p-nodes are products, sums and δ; any other p-node label is a black box
   (a relation-level UDF, or a zoomed-out module);
 * a v-node labelled Count/Sum/Min/Max/Avg is an aggregate value Σ pᵢ ⊗ vᵢ over its ⊗ children;
-  a v-node without children is a constant; other v-nodes (black-box results, values carried
-  across a module boundary) are black boxes of the p-nodes they depend on.
+  a v-node without children is a constant; a ``·`` v-node carrying a value across a module
+  boundary is the expression of that value; other v-nodes (black-box results) are black boxes of
+  the p-nodes they depend on.
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
@@ -90,6 +91,8 @@ def _exprs(g: GraphIndex, root: int) -> dict[int, Any]:
             memo[pos] = AggValue(label, tuple(terms))
         elif not kids:
             memo[pos] = _value(g, pos)
+        elif label == "·" and any(g.is_v[k] for k in kids):  # a value carried across a module boundary
+            memo[pos] = memo[next(k for k in kids if g.is_v[k])]
         else:
             memo[pos] = black_box(label, *[memo[k] for k in kids if not g.is_v[k]])
     return memo

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from lipspark.errors import QueryError
-from lipspark.graph.index import NODE_TYPES, GraphIndex, gather
+from lipspark.graph.index import NODE_TYPES, GraphIndex, gather, unique_positions
 
 __all__ = ["zoom_out", "zoom_in", "intermediate", "ZoomRecord", "zoomed_modules"]
 
@@ -67,19 +67,25 @@ def _invocations(g: GraphIndex, module: str) -> np.ndarray:
 def _boundary(g: GraphIndex, inv: np.ndarray, code: int) -> np.ndarray:
     """Positions of the nodes of type ``code`` the invocations ``inv`` have an edge into."""
     ups = gather(g.out_ptr, g.out_dst, inv)
-    return np.unique(ups[g.type_code[ups] == code])
+    return unique_positions(ups[g.type_code[ups] == code], len(g))
 
 
 def intermediate(g: GraphIndex, module: str) -> np.ndarray:
     """Positions of the intermediate computation of all invocations of ``module`` (Def. 4.1)."""
     inv = _invocations(g, module)
-    seeds = np.concatenate([_boundary(g, inv, _I), _boundary(g, inv, _S)])
+    return _intermediate(g, inv, _boundary(g, inv, _I), _boundary(g, inv, _S))
+
+
+def _intermediate(g: GraphIndex, inv: np.ndarray, inputs: np.ndarray, state: np.ndarray) -> np.ndarray:
+    seeds = np.concatenate([inputs, state])
     is_out = g.type_code == _O
     reached = g.descendants(seeds, stop=is_out)
     mask = np.zeros(len(g), dtype=bool)
     mask[reached] = True
     # module-internal constants: created by one of the invocations, reached by no input or state
-    created = g.nodes["invocation"].isin(g.ids[inv]).to_numpy(dtype=bool, na_value=False) & (g.type_code == 0)
+    is_inv = np.zeros(len(g) + 1, dtype=bool)  # slot -1 (no invocation) stays False
+    is_inv[inv] = True
+    created = is_inv[g.invocation_pos] & (g.type_code == 0)
     mask |= created
     mask &= ~is_out
     return np.flatnonzero(mask)
@@ -88,9 +94,12 @@ def intermediate(g: GraphIndex, module: str) -> np.ndarray:
 def _hidden(g: GraphIndex, module: str) -> np.ndarray:
     """Mask of everything a ZoomOut of ``module`` removes (steps 3 and 4)."""
     inv = _invocations(g, module)
+    ups = gather(g.out_ptr, g.out_dst, inv)
+    codes = g.type_code[ups]
+    state = unique_positions(ups[codes == _S], len(g))
+    inputs = unique_positions(ups[codes == _I], len(g))
     mask = np.zeros(len(g), dtype=bool)
-    mask[intermediate(g, module)] = True
-    state = _boundary(g, inv, _S)
+    mask[_intermediate(g, inv, inputs, state)] = True
     mask[state] = True
     kids = gather(g.in_ptr, g.in_src, state)
     base = kids[(np.diff(g.in_ptr)[kids] == 0) & (g.type_code[kids] != _M) & ~g.is_v[kids]]
