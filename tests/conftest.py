@@ -15,3 +15,34 @@ def spark():
     session = get_spark(app_name="lipspark-tests")
     yield session
     session.stop()
+
+
+HERE = os.path.dirname(__file__)
+LEDGER = os.path.join(HERE, "fixtures", "ledger.py")
+CARS = os.path.join(HERE, "..", "workflows", "car_dealership.py")
+#: the car dealership run shared by the workflow and the query tests (the buyer buys in execution 1)
+CAR_PARAMS = {"numCars": 4800, "numExec": 1, "acceptance": 1.0, "seed": 3}
+
+
+@pytest.fixture(scope="session")
+def ledger_runs(spark, tmp_path_factory):
+    """The ledger workflow, 3 executions, with provenance (run as 2 + 1) and without."""
+    from lipspark.workflow import run
+
+    root = tmp_path_factory.mktemp("ledger")
+    on, off = str(root / "on"), str(root / "off")
+    run(LEDGER, graph_dir=on, spark=spark, executions=2)
+    run(LEDGER, graph_dir=on, spark=spark, executions=1)  # continue the sequence
+    run(LEDGER, graph_dir=off, spark=spark, provenance=False, executions=3)
+    return on, off
+
+
+@pytest.fixture(scope="session")
+def car_runs(spark, tmp_path_factory):
+    """One car dealership execution with and without provenance: (summary on, summary off)."""
+    from lipspark.workflow import run
+
+    root = tmp_path_factory.mktemp("cars")
+    on = run(CARS, graph_dir=str(root / "on"), spark=spark, params=CAR_PARAMS)
+    off = run(CARS, graph_dir=str(root / "off"), spark=spark, params=CAR_PARAMS, provenance=False)
+    return on, off

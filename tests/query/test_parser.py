@@ -450,8 +450,8 @@ def test_error_names_the_source():
         ("delete tuple Cars @", 1, 19, ("unexpected '@'; expected '(', ',', ';', 'execution', 'in', 'of' "
                                        "or the end of the query")),
         ("show tuple Cars in", 1, 19, "unexpected end of the query; expected a name"),
-        ("show node -1", 1, 11, "unexpected '-1'; expected a non-negative integer"),
-        ("show node 1.5", 1, 11, "unexpected '1.5'; expected a non-negative integer"),
+        ("show node 1.5", 1, 11, "unexpected '1.5'; expected a node id (an integer)"),
+        ("show node -", 1, 11, "unexpected '-'; expected a node id (an integer)"),
         ("show invocation agg execution x", 1, 31, "unexpected 'x'; expected a non-negative integer"),
         ("depends node 1", 1, 15, "unexpected end of the query; expected 'on'"),
         ("polynomial node 1 expanded expanded", 1, 28, ("unexpected 'expanded'; expected ';' or the end "

@@ -31,16 +31,6 @@ def stored(spark, root):
     return out
 
 
-@pytest.fixture(scope="module")
-def ledger_runs(spark, tmp_path_factory):
-    root = tmp_path_factory.mktemp("ledger")
-    on, off = str(root / "on"), str(root / "off")
-    run(LEDGER, graph_dir=on, spark=spark, executions=2)
-    run(LEDGER, graph_dir=on, spark=spark, executions=1)  # continue the sequence
-    run(LEDGER, graph_dir=off, spark=spark, provenance=False, executions=3)
-    return on, off
-
-
 def test_state_is_carried_across_executions(spark, ledger_runs):
     on, _ = ledger_runs
     store = Store.open(on)
@@ -88,10 +78,8 @@ def test_graph_has_every_node_type_with_the_right_edges(spark, ledger_runs):
     assert "Deposits:D1-0" in tokens(g.polynomial(summary_out[0]))
 
 
-def test_car_dealership_fidelity_and_graph(spark, tmp_path):
-    params = {"numCars": 4800, "numExec": 1, "acceptance": 1.0, "seed": 3}
-    on = run(CARS, graph_dir=str(tmp_path / "on"), spark=spark, params=params)
-    off = run(CARS, graph_dir=str(tmp_path / "off"), spark=spark, params=params, provenance=False)
+def test_car_dealership_fidelity_and_graph(spark, car_runs):
+    on, off = car_runs
     a, b = stored(spark, on.store), stored(spark, off.store)
     assert a == b
     assert on.outputs == off.outputs and on.outputs["car"]["Car"] == 1  # the buyer bought a car
