@@ -5,6 +5,11 @@
 2
 >>> build_parser().parse_args(["query", "graphs/g", "-e", "zoomout agg"]).expression
 'zoomout agg'
+>>> build_parser().parse_args(["export", "graphs/g", "--format", "prov-n", "-o", "g.provn"]).format
+'prov-n'
+>>> a = build_parser().parse_args(["viz", "graphs/g", "-e", "zoomout agg", "-o", "viz/agg.html", "--max-nodes", "300"])
+>>> a.output, a.max_nodes, a.file
+('viz/agg.html', 300, None)
 """
 from __future__ import annotations
 
@@ -22,6 +27,10 @@ def _param(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     k, v = text.split("=", 1)
     return k.strip(), v.strip()
+
+
+_EXPORT_FORMATS = ("prov-json", "prov-n", "graphml")
+_EXPORT_SUFFIXES = {".json": "prov-json", ".provn": "prov-n", ".graphml": "graphml"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,6 +51,29 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("file", nargs="?", help="a query file (.lq), e.g. queries/bid_without_car.lq")
     src.add_argument("-e", "--expression", help="query text, e.g. \"zoomout dealer2, dealer3; delete tuple Cars(CarId = 'C2')\"")
     q.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
+    x = sub.add_parser("export", help="export a captured graph, or a query's final view or answer, as W3C PROV or GraphML",
+                       description="Export a graph as W3C PROV (PROV-JSON, PROV-N) or GraphML. With a query, export the view "
+                                   "it leaves (after zoomout/delete), or only the nodes its last statement answers "
+                                   "(show, ancestors, descendants, subgraph). See docs/export.md.")
+    x.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
+    x.add_argument("--format", choices=_EXPORT_FORMATS, default=None,
+                   help="output format (default: from the output's suffix: .json, .provn, .graphml)")
+    x.add_argument("-o", "--output", required=True, help="the file to write (written atomically: nothing is written on error)")
+    xsrc = x.add_mutually_exclusive_group()
+    xsrc.add_argument("file", nargs="?", help="a query file (.lq) whose result to export")
+    xsrc.add_argument("-e", "--expression", help="query text whose result to export, e.g. \"zoomout dealer2; ancestors output Bids of dealer1\"")
+    x.add_argument("--max-nodes", type=int, default=200_000,
+                   help="refuse to export more nodes than this (default: 200000; 0: no limit)")
+    v = sub.add_parser("viz", help="draw a captured graph, or the result of a query on it, as an interactive HTML page",
+                       description="Draw a graph in Lipstick's notation as a self-contained HTML page (vis.js). With a query, "
+                                   "draw its last result that has a graph (a view, a trace, a subgraph, a delete with the "
+                                   "removed nodes marked). See docs/viz.md.")
+    v.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
+    vsrc = v.add_mutually_exclusive_group()
+    vsrc.add_argument("file", nargs="?", help="a query file (.lq) whose result to draw")
+    vsrc.add_argument("-e", "--expression", help="query text, e.g. \"zoomout dealer2, dealer3; subgraph tuple Cars(CarId = 'C2')\"")
+    v.add_argument("-o", "--output", default=None, help="the HTML file to write (default: viz/<graph name>.html; written atomically)")
+    v.add_argument("--max-nodes", type=int, default=1500, help="refuse to draw more nodes than this (default: 1500)")
     return ap
 
 
@@ -64,6 +96,18 @@ def _run(args: Any) -> int:
     return 0
 
 
+def _query_text(args: Any) -> tuple[str, str]:
+    from lipspark.errors import QueryError
+
+    if args.file is not None:
+        try:
+            with open(args.file, encoding="utf-8") as fh:
+                return fh.read(), args.file
+        except OSError as err:
+            raise QueryError(f"cannot read the query file {args.file}: {err.strerror}") from err
+    return args.expression or "", "<-e>"
+
+
 def _query(args: Any) -> int:
     import json
     import os
@@ -72,14 +116,7 @@ def _query(args: Any) -> int:
     from lipspark.query.engine import Session
     from lipspark.query.parser import parse
 
-    if args.file is not None:
-        try:
-            with open(args.file, encoding="utf-8") as fh:
-                text, source = fh.read(), args.file
-        except OSError as err:
-            raise QueryError(f"cannot read the query file {args.file}: {err.strerror}") from err
-    else:
-        text, source = args.expression, "<-e>"
+    text, source = _query_text(args)
     statements = parse(text, source)  # syntax errors before the (slower) graph load
     if not os.path.isdir(args.graph):
         raise QueryError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
@@ -95,6 +132,74 @@ def _query(args: Any) -> int:
     return 0
 
 
+def _export(args: Any) -> int:
+    import os
+
+    from lipspark.export import write_graphml, write_prov
+    from lipspark.query.engine import Session
+    from lipspark.query.parser import parse
+
+    fmt = args.format
+    if fmt is None:
+        fmt = _EXPORT_SUFFIXES.get(os.path.splitext(args.output)[1].lower())
+        if fmt is None:
+            raise LipsparkError(f"cannot tell the export format from {args.output!r}; give --format {'|'.join(_EXPORT_FORMATS)} "
+                                f"or an output ending in {', '.join(_EXPORT_SUFFIXES)}")
+    if args.max_nodes < 0:
+        raise LipsparkError(f"--max-nodes must be 0 (no limit) or positive, found {args.max_nodes}")
+    max_nodes = args.max_nodes or None
+    statements = []
+    if args.file is not None or args.expression is not None:
+        text, source = _query_text(args)
+        statements = parse(text, source)  # syntax errors before the (slower) graph load
+    if not os.path.isdir(args.graph):
+        raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
+    session = Session(args.graph)
+    results = [session.execute(stmt) for stmt in statements]
+    graph, positions, what = session.view, None, "the view" if statements else "the graph"
+    if results and results[-1].nodes is not None and results[-1].graph is not None:
+        graph, positions, what = results[-1].graph, results[-1].nodes, f"the answer to `{results[-1].statement}`"
+    if fmt == "graphml":
+        nodes, edges = write_graphml(graph, args.output, positions, max_nodes=max_nodes)
+        print(f"wrote {args.output}: GraphML of {what}, {nodes} nodes, {edges} edges")
+    else:
+        records = write_prov(graph, args.output, "json" if fmt == "prov-json" else "provn", positions=positions, max_nodes=max_nodes)
+        name = "PROV-JSON" if fmt == "prov-json" else "PROV-N"
+        nodes = len(graph) if positions is None else len(positions)
+        print(f"wrote {args.output}: {name} of {what}, {nodes} nodes, {records} PROV records")
+    return 0
+
+
+def _viz(args: Any) -> int:
+    import os
+
+    from lipspark.query.engine import Session
+    from lipspark.query.parser import parse
+    from lipspark.viz import render
+
+    statements = []
+    if args.file is not None or args.expression is not None:
+        text, source = _query_text(args)
+        statements = parse(text, source)  # syntax errors before the (slower) graph load
+    if not os.path.isdir(args.graph):
+        raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
+    name = os.path.basename(os.path.normpath(args.graph)) or "graph"
+    out = args.output or os.path.join("viz", f"{name}.html")
+    session = Session(args.graph)
+    results = [session.execute(stmt) for stmt in statements]
+    drawn = next((r for r in reversed(results) if r.graph is not None), None)
+    if drawn is not None:
+        obj, title = drawn, f"{name}: {drawn.statement}"
+    else:
+        obj, title = session.view, f"{name}: " + ("the view after the query" if results else "the captured graph")
+    net = render(obj, out, max_nodes=args.max_nodes, title=title)
+    info = net.lipspark
+    extra = f" ({info.edge_multiset} with multiplicity)" if info.edge_multiset != info.edges else ""
+    marked = f"; {info.marked} marked as removed" if info.marked else ""
+    print(f"wrote {out}: {info.nodes} nodes, {info.edges} edges{extra}{marked} — {title}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -102,6 +207,10 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "query":
             return _query(args)
+        if args.command == "export":
+            return _export(args)
+        if args.command == "viz":
+            return _viz(args)
     except LipsparkError as err:
         print(f"lipspark: error: {err}", file=sys.stderr)
         return 2

@@ -1,0 +1,653 @@
+"""Draw provenance graphs as interactive HTML pages (pyvis / vis.js), in Lipstick's notation.
+
+What is drawn follows Figures 2 and 3 of the paper: p-nodes are round (``ellipse``), v-nodes
+square (``box`` with square corners), module invocation nodes (type ``m``) diamonds, zoomed-out
+modules (type ``z``) rounded boxes labelled with the module. The node types ``i``/``s``/``o``/
+``m``/``z`` are shown as a suffix of the label (``· [i]``); every module has a colour of its own
+(nodes outside modules are grey); v-nodes whose value differs from their label show it
+(``Count = 2``). Edges point from the node used to the node derived, and the layout reads left
+to right: a node's level is its longest path from the sources of the drawing, and each
+execution starts to the right of the previous one. Nodes a deletion removed keep their place,
+greyed, with a dashed red border. Hovering a node shows its attributes and its provenance
+polynomial; a legend explains the notation.
+
+Every data value (labels, tuple values, relation and module names, values, polynomials) put in
+HTML is escaped with :func:`html.escape`: tooltips, the legend and the title. Node labels are
+drawn as plain text on the canvas (vis.js ``fillText``, no markup mode), so they are never parsed
+as HTML, and escaping them would show ``&lt;`` on screen. All node and edge data reach the page
+as JSON with ``<``, ``>``, ``&`` and ``'`` written as ``\\u003c`` etc., so no value can end the
+script it sits in. The page loads nothing from the network (vis.js is inlined), so it works
+offline and in a sandboxed notebook iframe.
+
+>>> import pandas as pd
+>>> from lipspark.graph.index import GraphIndex
+>>> g = GraphIndex.build(
+...     pd.DataFrame({"id": [1, 2, 3, 4], "kind": ["p", "p", "p", "v"], "label": ["Cars:C2", "dealer1", "·", "1"],
+...                   "type": [None, "m", "s", None], "module": [None, "dealer1", "dealer1", "dealer1"],
+...                   "execution": [None, 1, 1, 1], "value": [None, None, None, 1]}),
+...     pd.DataFrame({"src": [1, 2], "dst": [3, 3]}))
+>>> net = render(g, title="Cars in dealer1")
+>>> [(n["label"], n["shape"], n["level"]) for n in net.nodes]
+[('Cars:C2', 'ellipse', 0), ('M_dealer1[1] [m]', 'diamond', 0), ('1', 'box', 0), ('· [s]', 'ellipse', 1)]
+>>> [(e["from"], e["to"]) for e in net.edges]
+[('1', '3'), ('2', '3')]
+>>> page = to_html(g)
+>>> import re
+>>> 'id="lipspark-legend"' in page, re.search(r'(src|href)="https?://', page)  # a legend, nothing fetched
+(True, None)
+"""
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from lipspark.errors import LipsparkError, StoreError
+from lipspark.graph.index import NODE_TYPES, GraphIndex, gather
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyvis.network import Network
+
+__all__ = ["PALETTE", "POLYNOMIAL_LIMIT", "TOOLTIP_POLYNOMIAL_CHARS", "DrawingInfo", "levels", "module_colours", "render", "repr_html", "to_html"]
+
+#: (background, border) colours given to modules in sorted name order (cycled past the end).
+PALETTE: tuple[tuple[str, str], ...] = (
+    ("#aec7e8", "#1f77b4"), ("#ffbb78", "#ff7f0e"), ("#98df8a", "#2ca02c"), ("#c5b0d5", "#9467bd"),
+    ("#9edae5", "#17becf"), ("#f7b6d2", "#e377c2"), ("#dbdb8d", "#bcbd22"), ("#c49c94", "#8c564b"),
+    ("#b2dfdb", "#00796b"), ("#fdd0a2", "#e6550d"), ("#dadaeb", "#756bb1"), ("#c7e9c0", "#31a354"),
+)
+_NO_MODULE = ("#e8e8e8", "#9e9e9e")
+_MARKED = {"background": "#f2f2f2", "border": "#e00000", "font": "#a0a0a0"}
+#: drawings with at most this many nodes get each node's polynomial in its tooltip
+POLYNOMIAL_LIMIT = 400
+#: a polynomial longer than this is cut in the tooltip
+TOOLTIP_POLYNOMIAL_CHARS = 300
+_VALUE_CHARS = 24
+_FIELD_CHARS = 200
+_TYPE_NAMES = {"i": "input", "s": "state", "o": "output", "m": "module invocation", "z": "zoomed-out module"}
+_M, _Z = NODE_TYPES.index("m"), NODE_TYPES.index("z")
+
+
+@dataclass(frozen=True)
+class DrawingInfo:
+    """What a drawing holds; :func:`render` sets it as ``network.lipspark``.
+
+    ``edges`` counts the drawn lines (parallel edges of the multiset are one line labelled
+    ``×k``), ``edge_multiset`` the edges with their multiplicity; ``marked`` the nodes drawn as
+    removed by a deletion; ``polynomials``: whether the tooltips hold polynomials.
+    """
+
+    title: str
+    nodes: int
+    edges: int
+    edge_multiset: int
+    marked: int
+    modules: tuple[str, ...]
+    polynomials: bool
+
+
+@dataclass
+class _Drawing:
+    graph: GraphIndex
+    positions: np.ndarray  # sorted positions in ``graph``
+    marked: np.ndarray  # bool over ``positions``
+    title: str
+
+
+# ---------------------------------------------------------------------------------- selection
+
+
+def _select(obj: Any, title: str | None) -> _Drawing:
+    """What to draw for a GraphIndex, a query Result or a DeletionResult."""
+    from lipspark.query.deletion import DeletionResult
+    from lipspark.query.engine import Result
+
+    if isinstance(obj, GraphIndex):
+        g, pos, removed, default = obj, np.arange(len(obj), dtype=np.int64), None, "provenance graph"
+    elif isinstance(obj, DeletionResult):
+        g = obj.graph
+        pos, removed = np.arange(len(g), dtype=np.int64), np.flatnonzero(obj.removed)
+        default = f"deletion: {len(removed)} node(s) removed"
+    elif isinstance(obj, Result):
+        if obj.graph is None:
+            raise LipsparkError(f"the result of `{obj.statement}` ({obj.kind}) has no graph to draw; "
+                                "draw a view, a trace (ancestors, descendants, subgraph, show) or a delete")
+        g = obj.graph
+        pos = np.arange(len(g), dtype=np.int64) if obj.nodes is None else np.unique(np.asarray(obj.nodes, dtype=np.int64))
+        removed = None if obj.removed is None else np.asarray(obj.removed, dtype=np.int64)
+        default = obj.statement
+    else:
+        raise TypeError(f"cannot draw a {type(obj).__name__}: expected a GraphIndex, a query Result or a DeletionResult")
+    marked = np.zeros(len(pos), dtype=bool)
+    if removed is not None and len(removed) and len(pos):
+        marked = np.isin(pos, removed)
+    return _Drawing(g, pos, marked, default if title is None else title)
+
+
+def _guard(d: _Drawing, max_nodes: int) -> None:
+    n = len(d.positions)
+    if n <= max_nodes:
+        return
+    mods = d.graph.nodes["module"].iloc[d.positions].dropna().astype(str).unique().tolist()
+    some = ", ".join(sorted(mods)[:6]) or "M1, M2"
+    raise LipsparkError(
+        f"{n} nodes to draw, more than the limit of {max_nodes}: zoom out modules first (`zoomout {some}`), "
+        "or draw a part of the graph (`subgraph SEL`, `ancestors SEL`, `descendants SEL`), "
+        "or raise the limit (max_nodes=..., --max-nodes N) if your browser can take it")
+
+
+# ---------------------------------------------------------------------------------- layout
+
+
+def _drawn_edges(g: GraphIndex, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges between drawn nodes as indices into ``pos`` (src → dst, with multiplicity)."""
+    if not len(pos):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    kids = gather(g.in_ptr, g.in_src, pos)
+    owner = np.repeat(np.arange(len(pos), dtype=np.int64), np.diff(g.in_ptr)[pos])
+    idx = np.minimum(np.searchsorted(pos, kids), len(pos) - 1)
+    inside = pos[idx] == kids
+    return idx[inside].astype(np.int64), owner[inside]
+
+
+def _longest_paths(n: int, edges: list[tuple[int, int, int]]) -> np.ndarray | None:
+    """Longest-path levels over nodes ``0..n-1`` and weighted edges; None on a cycle."""
+    succ: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for u, v, w in edges:
+        succ[u].append((v, w))
+        indeg[v] += 1
+    level = [0] * n
+    stack = [i for i in range(n) if indeg[i] == 0]
+    seen = 0
+    while stack:
+        u = stack.pop()
+        seen += 1
+        for v, w in succ[u]:
+            level[v] = max(level[v], level[u] + w)
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                stack.append(v)
+    return np.asarray(level, dtype=np.int64) if seen == n else None
+
+
+def levels(g: GraphIndex, positions: np.ndarray) -> np.ndarray:
+    """Left-to-right levels of the nodes at ``positions`` (distinct) in a drawing of them.
+
+    A node's level is its longest path from the sources of the drawn subgraph, and every node of
+    execution ``e`` lies right of every node of the executions before it (nodes without an
+    execution, such as base tuples, are placed by their paths alone); then each source moves
+    right to just before its first use (constants next to their ⊗, an invocation next to its
+    first input). So levels strictly increase along every drawn edge.
+
+    >>> import pandas as pd
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "label": ["R:a", "·", "·", "R:b"],
+    ...                                    "execution": [None, 1, 2, None]}),
+    ...                      pd.DataFrame({"src": [1, 1, 4], "dst": [2, 3, 3]}))
+    >>> levels(g, np.arange(4)).tolist()
+    [0, 1, 2, 1]
+    >>> levels(g, np.array([2, 0])).tolist()  # in the order given: node 3, then R:a
+    [1, 0]
+    """
+    positions = np.asarray(positions, dtype=np.int64)
+    if len(positions) > 1 and not (np.diff(positions) > 0).all():
+        order = np.argsort(positions, kind="stable")
+        out = np.empty(len(positions), dtype=np.int64)
+        out[order] = levels(g, positions[order])
+        return out
+    n = len(positions)
+    s, d = _drawn_edges(g, positions)
+    real = [(int(a), int(b), 1) for a, b in zip(s.tolist(), d.tolist())]
+    ex = g.nodes["execution"].iloc[positions].to_numpy(dtype=np.float64, na_value=np.nan)
+    execs = sorted({float(e) for e in ex[~np.isnan(ex)]})
+    barrier: list[tuple[int, int, int]] = []
+    for k in range(1, len(execs)):  # node n+k-1 sits between execution k-1 and execution k
+        b = n + k - 1
+        barrier += [(int(u), b, 0) for u in np.flatnonzero(ex == execs[k - 1])]
+        barrier += [(b, int(v), 1) for v in np.flatnonzero(ex == execs[k])]
+    lv = _longest_paths(n + len(execs) - 1, real + barrier) if barrier else None
+    if lv is None:
+        lv = _longest_paths(n, real)  # (also when an edge goes back in time: order by paths alone)
+        if lv is None:
+            raise StoreError("the provenance graph has a cycle; it is corrupt")
+    lv = lv[:n].copy()
+    if len(s):  # sources sit just left of their first use (a constant next to its ⊗)
+        first = np.full(n, np.iinfo(np.int64).max)
+        np.minimum.at(first, s, lv[d])
+        source = np.ones(n, dtype=bool)
+        source[d] = False
+        pull = source & (first < np.iinfo(np.int64).max)
+        lv[pull] = first[pull] - 1
+    return lv
+
+
+# ---------------------------------------------------------------------------------- labels and tooltips
+
+
+def _short(s: str, n: int) -> str:
+    return s if len(s) <= n else s[:n] + f"… ({len(s)} characters)"
+
+
+def _plain(v: Any) -> Any:
+    if v is None:
+        return None
+    if isinstance(v, float) and np.isnan(v):
+        return None
+    if str(v) == "<NA>":
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
+def module_colours(g: GraphIndex) -> dict[str, tuple[str, str]]:
+    """(background, border) colour of every module of ``g``: :data:`PALETTE` in sorted name order.
+
+    Colours depend on the graph's modules only, so a part of a graph is drawn in the colours of
+    the whole.
+
+    >>> import pandas as pd
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "label": ["a", "b"], "module": ["dealer1", "agg"]}),
+    ...                      pd.DataFrame({"src": [], "dst": []}))
+    >>> module_colours(g)
+    {'agg': ('#aec7e8', '#1f77b4'), 'dealer1': ('#ffbb78', '#ff7f0e')}
+    """
+    names = sorted({str(m) for m in g.nodes["module"].dropna().unique()})
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(names)}
+
+
+def _polynomials(g: GraphIndex, pos: np.ndarray, lv: np.ndarray) -> dict[int, str]:
+    """Polynomial text of every drawn node (positions in ``g``); sub-expressions are shared by
+    computing from the rightmost nodes first, whose memo covers their ancestors."""
+    import importlib
+
+    poly = importlib.import_module("lipspark.query.polynomial")  # the package re-exports a function of that name
+
+    exprs = getattr(poly, "_exprs", None)
+    memo: dict[int, Any] = {}
+    failed: dict[int, str] = {}
+    for p in pos[np.argsort(-lv, kind="stable")].tolist():
+        if p in memo or p in failed:
+            continue
+        try:
+            if exprs is not None:
+                memo.update(exprs(g, p))
+            else:
+                memo[p] = poly.polynomial(g, int(g.ids[p]))
+        except (LipsparkError, KeyError, IndexError, ValueError, TypeError) as err:
+            failed[p] = f"unavailable ({type(err).__name__}: {err})"
+    out: dict[int, str] = {}
+    for p in pos.tolist():
+        if p in failed:
+            out[p] = failed[p]
+        elif p in memo and not isinstance(memo[p], tuple):  # a ⊗ has no polynomial of its own
+            out[p] = str(memo[p])
+    return out
+
+
+def _shows(text: str, value: Any) -> bool:
+    """Whether a label already reads as the value (``1`` for 1 or 1.0)."""
+    if str(value) == text:
+        return True
+    try:
+        return float(text) == float(value)
+    except (TypeError, ValueError):
+        return False
+
+
+def _label(g: GraphIndex, p: int, row: dict[str, Any]) -> str:
+    t = NODE_TYPES[g.type_code[p]]
+    text = g.label(p)
+    if t == "m":
+        from lipspark.query.polynomial import token_name
+
+        text = token_name(g, p)
+    label = text
+    if t:
+        label += f" [{t}]"
+    value = _plain(row.get("value"))
+    if g.is_v[p] and value is not None and not _shows(text, value):
+        label += "\n= " + _short(str(value), _VALUE_CHARS)
+    return label
+
+
+def _tooltip(g: GraphIndex, p: int, row: dict[str, Any], polynomial: str | None, with_polynomials: bool, marked: bool) -> str:
+    e = html.escape
+    t = NODE_TYPES[g.type_code[p]]
+    lines = [f"<b>{e(g.label(p))}</b>"]
+    if marked:
+        lines.append('<span style="color:#e00000">removed by the deletion</span>')
+    lines.append(f"id: {int(g.ids[p])}")
+    lines.append("kind: " + ("v-node (value)" if g.is_v[p] else "p-node (provenance)"))
+    if t:
+        lines.append(f"type: {t} ({_TYPE_NAMES[t]})")
+    for key in ("module", "node", "execution", "invocation", "relation", "column"):
+        v = _plain(row.get(key))
+        if v is not None:
+            lines.append(f"{key}: {e(_short(str(v), _FIELD_CHARS))}")
+    tup = _plain(row.get("tuple"))
+    if tup is not None:
+        try:
+            parsed = json.loads(tup) if isinstance(tup, str) else tup
+        except ValueError:
+            parsed = tup
+        if isinstance(parsed, dict):
+            cells = ", ".join(f"{e(str(k))} = {e(_short(str(v), _FIELD_CHARS))}" for k, v in parsed.items())
+        else:
+            cells = e(_short(str(parsed), _FIELD_CHARS))
+        lines.append(f"tuple: {cells}")
+    value = _plain(row.get("value"))
+    if g.is_v[p] and value is not None:
+        lines.append(f"value: {e(_short(str(value), _FIELD_CHARS))}")
+    if not with_polynomials:
+        lines.append(f"polynomial: use <code>polynomial node {int(g.ids[p])}</code>")
+    elif polynomial is not None:
+        lines.append(f"polynomial: <code>{e(_short(polynomial, TOOLTIP_POLYNOMIAL_CHARS))}</code>")
+    # pyvis swaps in a popup that sets innerHTML to any title containing "href"; the text of a
+    # title never needs that, and "hr&#101;f" reads "href" all the same
+    return '<div class="lipspark-tip">' + "<br>".join(lines).replace("href", "hr&#101;f") + "</div>"
+
+
+# ---------------------------------------------------------------------------------- the page
+
+
+_OPTIONS: dict[str, Any] = {
+    "layout": {"hierarchical": {"enabled": True, "direction": "LR", "sortMethod": "directed", "levelSeparation": 170,
+                                "nodeSpacing": 70, "treeSpacing": 110, "blockShifting": True, "edgeMinimization": True,
+                                "parentCentralization": True, "shakeTowards": "roots"}},
+    "physics": {"enabled": False},
+    "interaction": {"hover": True, "tooltipDelay": 150, "multiselect": True},
+    "nodes": {"font": {"size": 14, "face": "sans-serif"}, "borderWidth": 1.5, "size": 14},
+    "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}, "color": {"color": "#8a8a8a", "highlight": "#333333"},
+              "smooth": {"enabled": True, "type": "cubicBezier", "forceDirection": "horizontal", "roundness": 0.4},
+              "font": {"size": 11, "align": "middle"}},
+}
+
+_STYLE = """
+<style>
+#lipspark-legend { position: fixed; top: 10px; right: 10px; z-index: 10; max-width: 320px; max-height: 90vh; overflow: auto;
+  background: rgba(255,255,255,0.94); border: 1px solid #bbb; border-radius: 6px; padding: 6px 10px;
+  font: 12px/1.45 sans-serif; color: #222; box-shadow: 0 1px 4px rgba(0,0,0,0.15); }
+#lipspark-legend summary { cursor: pointer; font-weight: bold; }
+#lipspark-legend table { border-collapse: collapse; }
+#lipspark-legend td { padding: 1px 4px; vertical-align: middle; }
+#lipspark-legend .sw { display: inline-block; width: 14px; height: 12px; border: 1.5px solid; border-radius: 2px; vertical-align: middle; }
+.lipspark-tip { font: 12px/1.4 sans-serif; max-width: 520px; white-space: normal; overflow-wrap: anywhere; }
+.lipspark-tip code { font: 11px monospace; }
+body { margin: 4px; }
+@media (min-width: 900px) {  /* room for the legend beside the drawing */
+  #mynetwork { width: calc(100% - 312px) !important; }
+  #lipspark-legend { width: 280px; max-width: none; }
+}
+</style>
+"""
+
+# Tooltip strings hold escaped data and our own markup; vis.js 9 shows a string title as plain
+# text, so give it an element holding that (already safe) HTML instead; then fit the view.
+_SCRIPT = """
+<script type="text/javascript">
+(function () {
+  if (typeof nodes === "undefined" || !nodes) { return; }
+  var update = [];
+  nodes.forEach(function (n) {
+    if (typeof n.title === "string") {
+      var div = document.createElement("div");
+      div.innerHTML = n.title;
+      update.push({id: n.id, title: div.firstChild || div});
+    }
+  });
+  nodes.update(update);
+  if (typeof network !== "undefined" && network) {  // the whole drawing in view, labels included:
+    network.once("afterDrawing", function () {  // sizes are known once drawn
+      setTimeout(function () { network.fit(); network.redraw(); }, 0);
+    });
+    network.redraw();
+  }
+})();
+</script>
+"""
+
+_SVG = {
+    "p": '<svg width="26" height="16"><ellipse cx="13" cy="8" rx="11" ry="6.5" fill="#fff" stroke="#555" stroke-width="1.5"/></svg>',
+    "v": '<svg width="26" height="16"><rect x="6" y="1.5" width="13" height="13" fill="#fff" stroke="#555" stroke-width="1.5"/></svg>',
+    "m": '<svg width="26" height="16"><polygon points="13,1 20,8 13,15 6,8" fill="#fff" stroke="#555" stroke-width="1.5"/></svg>',
+    "z": '<svg width="26" height="16"><rect x="1.5" y="2" width="23" height="12" rx="5" fill="#fff" stroke="#555" stroke-width="2"/></svg>',
+    "x": '<svg width="26" height="16"><ellipse cx="13" cy="8" rx="11" ry="6.5" fill="#f2f2f2" stroke="#e00000" stroke-width="2" stroke-dasharray="4 2"/></svg>',
+    "e": '<svg width="26" height="16"><line x1="2" y1="8" x2="19" y2="8" stroke="#8a8a8a" stroke-width="1.5"/><polygon points="24,8 18,4.5 18,11.5" fill="#8a8a8a"/></svg>',
+}
+
+
+def _legend(info: DrawingInfo, colours: dict[str, tuple[str, str]], with_none: bool) -> str:
+    e = html.escape
+    rows = [
+        f"<tr><td>{_SVG['p']}</td><td>p-node (provenance: tuple, ·, +, δ, black box)</td></tr>",
+        f"<tr><td>{_SVG['v']}</td><td>v-node (value: constant, ⊗, Count…, black box)</td></tr>",
+        f"<tr><td>{_SVG['m']}</td><td>module invocation <i>[m]</i> (M_module[execution])</td></tr>",
+        f"<tr><td>{_SVG['z']}</td><td>zoomed-out module <i>[z]</i></td></tr>",
+        f"<tr><td>{_SVG['e']}</td><td>used by (input → derived node); ×k: used k times</td></tr>",
+    ]
+    if info.marked:
+        rows.append(f"<tr><td>{_SVG['x']}</td><td>removed by the deletion (red dashed border, greyed): {info.marked}</td></tr>")
+    types = "".join(f"<tr><td><i>[{t}]</i></td><td>{_TYPE_NAMES[t]}</td></tr>" for t in "isomz")
+    mods = "".join(f'<tr><td><span class="sw" style="background:{colours[m][0]};border-color:{colours[m][1]}"></span></td>'
+                   f"<td>{e(m)}</td></tr>" for m in info.modules)
+    if with_none:
+        mods += (f'<tr><td><span class="sw" style="background:{_NO_MODULE[0]};border-color:{_NO_MODULE[1]}"></span></td>'
+                 "<td><i>no module</i> (base tuples, workflow inputs)</td></tr>")
+    counts = f"{info.nodes} nodes, {info.edges} edges" + (f" ({info.edge_multiset} with multiplicity)" if info.edge_multiset != info.edges else "")
+    poly = "hover a node for its attributes and polynomial" if info.polynomials else "hover a node for its attributes (polynomials: <code>polynomial node ID</code>)"
+    return (f'<div id="lipspark-legend"><details open><summary>{e(info.title)}</summary>'
+            f"<div>{counts}; left to right by execution; {poly}</div>"
+            f"<table>{''.join(rows)}</table><b>node types</b><table>{types}</table>"
+            f"<b>modules</b><table>{mods or '<tr><td>(none)</td></tr>'}</table></details></div>")
+
+
+_REMOTE = [
+    re.compile(r'<link\b[^>]*\bhref="https?://[^"]*"[^>]*>\s*', re.IGNORECASE),
+    re.compile(r'<script\b[^>]*\bsrc="https?://[^"]*"[^>]*>\s*</script>\s*', re.IGNORECASE),
+    re.compile(r"<center>\s*<h1>\s*</h1>\s*</center>\s*", re.IGNORECASE),
+]
+
+
+def _finish_page(page: str, legend: str, title: str) -> str:
+    """Make pyvis's page self-contained (no CDN links) and add the title, legend and tooltip script."""
+    head, sep, rest = page.partition("<body>")
+    for rx in _REMOTE:
+        head = rx.sub("", head)
+    head = head.replace("<head>", f"<head>\n<title>{html.escape(title)}</title>", 1)
+    head = head.replace("</head>", _STYLE + "</head>", 1)
+    body, sep2, tail = rest.rpartition("</body>")
+    if not sep2:
+        body, tail = rest, ""
+    page = head + sep + body + legend + _SCRIPT + "</body>" + tail
+    return page if page.lstrip().lower().startswith("<!doctype") else "<!DOCTYPE html>\n" + page
+
+
+def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
+    from pyvis.network import Network
+
+    d = _select(obj, title)
+    _guard(d, max_nodes)
+    g, pos = d.graph, d.positions
+    lv = levels(g, pos)
+    src, dst = _drawn_edges(g, pos)
+    colours = module_colours(g)
+    sub = g.nodes.iloc[pos]
+    rows = sub.astype(object).where(sub.notna(), None).to_dict("records")
+    with_poly = len(pos) <= POLYNOMIAL_LIMIT
+    polys = _polynomials(g, pos, lv) if with_poly and len(pos) else {}
+
+    net = Network(height="calc(100vh - 12px)", width="100%", directed=True, heading="", cdn_resources="in_line")
+    net.options = json.loads(json.dumps(_OPTIONS))
+    ids = [str(int(i)) for i in g.ids[pos]]  # strings: ids past 2**53 are not JavaScript numbers
+    mods_present: set[str] = set()
+    no_module = False
+    for k in np.lexsort((g.ids[pos], lv)).tolist():  # within a level, top to bottom by id
+        p, row = int(pos[k]), rows[k]
+        module = _plain(row.get("module"))
+        if module is None:
+            no_module = True
+            bg, border = _NO_MODULE
+        else:
+            mods_present.add(str(module))
+            bg, border = colours.get(str(module), _NO_MODULE)
+        code = g.type_code[p]
+        opts: dict[str, Any] = {"level": int(lv[k]), "title": _tooltip(g, p, row, polys.get(p), with_poly, bool(d.marked[k]))}
+        if code == _M:
+            shape, opts["size"] = "diamond", 12
+        elif code == _Z:
+            shape = "box"
+            opts["shapeProperties"] = {"borderRadius": 12}
+            opts["borderWidth"] = 2.5
+            opts["margin"] = 10
+        elif g.is_v[p]:
+            shape = "box"
+            opts["shapeProperties"] = {"borderRadius": 0}
+        else:
+            shape = "ellipse"
+        if d.marked[k]:
+            bg, border = _MARKED["background"], _MARKED["border"]
+            opts["borderWidth"] = 3
+            opts["shapeProperties"] = {**opts.get("shapeProperties", {}), "borderDashes": [6, 4]}
+            opts["font"] = {"color": _MARKED["font"]}
+        color = {"background": bg, "border": border, "highlight": {"background": bg, "border": "#000000"},
+                 "hover": {"background": bg, "border": "#000000"}}
+        net.add_node(ids[k], label=_label(g, p, row), shape=shape, color=color, **opts)
+
+    pairs: dict[tuple[int, int], int] = {}
+    for a, b in zip(src.tolist(), dst.tolist()):
+        pairs[(a, b)] = pairs.get((a, b), 0) + 1
+    for (a, b), count in sorted(pairs.items()):  # appended directly: pyvis's add_edge scans every node per edge
+        edge: dict[str, Any] = {"from": ids[a], "to": ids[b], "arrows": "to"}
+        if count > 1:
+            edge["label"] = f"×{count}"
+        if d.marked[a] or d.marked[b]:
+            edge["color"] = {"color": "#e88a8a", "highlight": "#e00000"}
+            edge["dashes"] = True
+        net.edges.append(edge)
+
+    info = DrawingInfo(d.title, len(pos), len(pairs), len(src), int(d.marked.sum()), tuple(sorted(mods_present)), with_poly)
+    net.lipspark = info  # type: ignore[attr-defined]
+    page = _finish_page(net.generate_html(), _legend(info, colours, no_module), d.title)
+    net.html = page
+    return net, page
+
+
+def _write(path: str, page: str) -> None:
+    """Write ``page`` to ``path`` atomically (a temporary file in the same directory, then rename)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".", suffix=".tmp")
+    except OSError as err:
+        raise LipsparkError(f"cannot write {path}: {err.strerror}") from err
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as err:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise LipsparkError(f"cannot write {path}: {err.strerror}") from err
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---------------------------------------------------------------------------------- API
+
+
+def render(obj: Any, path: str | None = None, *, max_nodes: int = 1500, title: str | None = None) -> Network:
+    """Draw a provenance graph, query result or deletion as an interactive vis.js network.
+
+    Parameters
+    ----------
+    obj
+        A :class:`~lipspark.graph.index.GraphIndex` (drawn whole); a query
+        :class:`~lipspark.query.engine.Result` (its ``graph``, restricted to its ``nodes`` when
+        set; a ``delete`` result draws the graph it ran on with the removed nodes marked); or a
+        :class:`~lipspark.query.deletion.DeletionResult` (its graph, removed nodes marked).
+    path
+        Where to write the HTML page (parent folders are created; written atomically). None:
+        write nothing; the page is the network's ``html`` attribute.
+    max_nodes
+        Refuse to draw more nodes than this (:class:`~lipspark.errors.LipsparkError`, telling
+        how to zoom out or select a part).
+    title
+        Shown in the legend and as the page title; default: the statement, or "provenance graph".
+
+    Returns
+    -------
+    pyvis.network.Network
+        The network; ``network.html`` is the page, ``network.lipspark`` a :class:`DrawingInfo`.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from lipspark.query import Session
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3], "kind": "p", "label": ["R:a", "R:b", "·"],
+    ...                                    "relation": ["R", "R", None]}),
+    ...                      pd.DataFrame({"src": [1, 2], "dst": [3, 3]}))
+    >>> r = Session(g).run("delete node 1")[0]
+    >>> net = render(r)
+    >>> net.lipspark.marked, [n["shapeProperties"]["borderDashes"] for n in net.nodes if "borderDashes" in n.get("shapeProperties", {})]
+    (2, [[6, 4], [6, 4]])
+    >>> render(g, max_nodes=2)
+    Traceback (most recent call last):
+    ...
+    lipspark.errors.LipsparkError: 3 nodes to draw, more than the limit of 2: zoom out modules first (`zoomout M1, M2`), or draw a part of the graph (`subgraph SEL`, `ancestors SEL`, `descendants SEL`), or raise the limit (max_nodes=..., --max-nodes N) if your browser can take it
+    """
+    net, page = _build(obj, max_nodes, title)
+    if path is not None:
+        _write(path, page)
+    return net
+
+
+def to_html(obj: Any, *, max_nodes: int = 1500, title: str | None = None) -> str:
+    """The self-contained HTML page :func:`render` draws for ``obj`` (nothing is written).
+
+    >>> import pandas as pd
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1], "kind": "p", "label": ["R:<b>"]}), pd.DataFrame({"src": [], "dst": []}))
+    >>> page = to_html(g, title="<R>")
+    >>> "<title>&lt;R&gt;</title>" in page, "R:<b>" in page
+    (True, False)
+    """
+    return _build(obj, max_nodes, title)[1]
+
+
+def repr_html(obj: Any, *, max_nodes: int = 1500, height: int = 720) -> str | None:
+    """HTML showing ``obj`` inline in a Jupyter notebook: the page of :func:`to_html` in an
+    ``<iframe srcdoc=...>`` (escaped, sandboxed: scripts run, nothing else is allowed).
+
+    Meant as ``_repr_html_`` of graphs and results (``GraphIndex._repr_html_ = repr_html``);
+    returns None for a result without a graph (the notebook then shows its text), and a short
+    message instead of the drawing when it is too large.
+
+    >>> import pandas as pd
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1], "kind": "p", "label": ["R:a"]}), pd.DataFrame({"src": [], "dst": []}))
+    >>> frame = repr_html(g)
+    >>> frame.startswith('<iframe srcdoc="&lt;!DOCTYPE html&gt;'), 'sandbox="allow-scripts"' in frame, "<script" in frame
+    (True, True, False)
+    >>> print(repr_html(g, max_nodes=0))  # doctest: +ELLIPSIS
+    <pre class="lipspark-error">lipspark: 1 nodes to draw, more than the limit of 0: zoom out ...</pre>
+    """
+    from lipspark.query.engine import Result
+
+    if isinstance(obj, Result) and obj.graph is None:
+        return None
+    try:
+        page = to_html(obj, max_nodes=max_nodes)
+    except LipsparkError as err:
+        return f'<pre class="lipspark-error">lipspark: {html.escape(str(err))}</pre>'
+    return (f'<iframe srcdoc="{html.escape(page, quote=True)}" sandbox="allow-scripts" '
+            f'style="width:100%;height:{int(height)}px;border:1px solid #ddd" loading="lazy"></iframe>')
