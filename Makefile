@@ -24,6 +24,7 @@ demo: check-java $(STAMP)
 bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/micro.py
 	$(BIN)/python benchmarks/car_dealership.py
+	$(BIN)/python benchmarks/queries.py   # needs graphs/car_dealership-demo (make demo)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis spark-warehouse

@@ -109,6 +109,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "queries.json"))
     args = ap.parse_args()
+    if not os.path.isdir(args.source):
+        print(f"no graph at {args.source}: run `make demo` first (or pass --source STORE)", file=sys.stderr)
+        return 2
     t = time.perf_counter()
     g = GraphIndex.load(args.source)
     load_s = time.perf_counter() - t

@@ -2,7 +2,8 @@
 
 1. Runs the car dealership (Lipstick Figure 1) for a few executions with provenance on, into
    ``graphs/car_dealership-demo/``, prints the run's summary, and runs the paper's questions in
-   ``queries/*.lq`` on its graph (what ``lipspark query graphs/car_dealership-demo FILE`` does).
+   ``queries/*.lq`` on its graph (what ``lipspark query graphs/car_dealership-demo FILE`` does),
+   and draws two views of it into ``viz/`` (``lipspark viz``).
 2. Runs the paper's dealer module on Example 2.3 with provenance off and on, checks they compute
    the same bids, prints each bid's provenance polynomial and the aggregate values behind it,
    evaluates them in a few semirings, and writes that graph under ``graphs/dealer-example/``.
@@ -52,6 +53,19 @@ def queries(graph_dir: str, folder: str = "queries") -> None:
                 text = result.to_text()
                 lines = text.splitlines()
                 print("\n".join(lines[:25]) + (f"\n  … ({len(lines) - 25} more lines)" if len(lines) > 25 else ""), end="\n\n")
+    from lipspark.viz import render
+
+    session.run("reset")
+    drawings = {
+        os.path.join("viz", "car_dealership-coarse.html"): "zoomout request, choice, and, dealer1, dealer2, dealer3, dealer4, agg, xor, car",
+        os.path.join("viz", "car_dealership-bid.html"): "subgraph output Bids1 of dealer1 execution 1",
+    }
+    for path, query in drawings.items():
+        result = session.run(query)[-1]
+        net = render(result, path, title=query)
+        print(f"{query}\n  drawn: {len(net.nodes)} nodes, {len(net.edges)} edges -> {path}")
+        session.run("reset")
+    print()
 
 
 def main(out_dir: str = os.path.join("graphs", "dealer-example")) -> int:

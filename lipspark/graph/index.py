@@ -358,6 +358,12 @@ class GraphIndex:
         out.add_edges_from(zip(self.ids[self.src[em]].tolist(), self.ids[self.dst[em]].tolist()))
         return out
 
+    def _repr_html_(self) -> str | None:
+        """Jupyter: draw the graph inline (:func:`lipspark.viz.repr_html`, with its size guard)."""
+        from lipspark.viz import repr_html
+
+        return repr_html(self)
+
     def same_as(self, other: "GraphIndex") -> bool:
         """True iff both have the same nodes (ids and attributes) and the same edge multiset."""
         if not np.array_equal(self.ids, other.ids):

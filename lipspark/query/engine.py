@@ -137,6 +137,16 @@ class Result:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_html_(self) -> str:
+        """Jupyter: the text of the result, and a drawing of it when it has a graph (lipspark.viz)."""
+        import html
+
+        from lipspark.viz import repr_html
+
+        text = f"<pre>{html.escape(self.to_text())}</pre>"
+        drawing = repr_html(self) if self.graph is not None and self.kind in ("view", "subgraph", "delete", "nodes") else None
+        return text + (drawing or "")
+
 
 def _expanded(expr: Any) -> str:
     """An expression with its polynomials multiplied out (sympy), shared parts expanded."""
