@@ -132,12 +132,27 @@ def _query(args: Any) -> int:
     return 0
 
 
+def _session(args: Any) -> tuple[Any, list[Any]]:
+    """Parse the optional query (syntax errors before the slower graph load), open the graph, run it."""
+    import os
+
+    from lipspark.query.engine import Session
+    from lipspark.query.parser import parse
+
+    statements = []
+    if args.file is not None or args.expression is not None:
+        text, source = _query_text(args)
+        statements = parse(text, source)
+    if not os.path.isdir(args.graph):
+        raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
+    session = Session(args.graph)
+    return session, [session.execute(stmt) for stmt in statements]
+
+
 def _export(args: Any) -> int:
     import os
 
     from lipspark.export import write_graphml, write_prov
-    from lipspark.query.engine import Session
-    from lipspark.query.parser import parse
 
     fmt = args.format
     if fmt is None:
@@ -148,15 +163,8 @@ def _export(args: Any) -> int:
     if args.max_nodes < 0:
         raise LipsparkError(f"--max-nodes must be 0 (no limit) or positive, found {args.max_nodes}")
     max_nodes = args.max_nodes or None
-    statements = []
-    if args.file is not None or args.expression is not None:
-        text, source = _query_text(args)
-        statements = parse(text, source)  # syntax errors before the (slower) graph load
-    if not os.path.isdir(args.graph):
-        raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
-    session = Session(args.graph)
-    results = [session.execute(stmt) for stmt in statements]
-    graph, positions, what = session.view, None, "the view" if statements else "the graph"
+    session, results = _session(args)
+    graph, positions, what = session.view, None, "the view" if results else "the graph"
     if results and results[-1].nodes is not None and results[-1].graph is not None:
         graph, positions, what = results[-1].graph, results[-1].nodes, f"the answer to `{results[-1].statement}`"
     if fmt == "graphml":
@@ -173,20 +181,11 @@ def _export(args: Any) -> int:
 def _viz(args: Any) -> int:
     import os
 
-    from lipspark.query.engine import Session
-    from lipspark.query.parser import parse
     from lipspark.viz import render
 
-    statements = []
-    if args.file is not None or args.expression is not None:
-        text, source = _query_text(args)
-        statements = parse(text, source)  # syntax errors before the (slower) graph load
-    if not os.path.isdir(args.graph):
-        raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
+    session, results = _session(args)
     name = os.path.basename(os.path.normpath(args.graph)) or "graph"
     out = args.output or os.path.join("viz", f"{name}.html")
-    session = Session(args.graph)
-    results = [session.execute(stmt) for stmt in statements]
     drawn = next((r for r in reversed(results) if r.graph is not None), None)
     if drawn is not None:
         obj, title = drawn, f"{name}: {drawn.statement}"
