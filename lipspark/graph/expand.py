@@ -83,7 +83,7 @@ def _base(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table], root: str
             "seg": seg,
             "value": None,
             "relation": rel,
-            "tuple": [json.dumps(dict(zip(cols, v)), default=str) for v in vals],
+            "tuple": [json.dumps({c: _py(x) for c, x in zip(cols, v)}, default=str) for v in vals],
             "type": None,
         }
     )

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,7 +92,9 @@ def run(
         definition = load_definition(definition)
     p = definition.with_params(params or {})
     graph_dir = graph_dir or os.path.join("graphs", definition.name + ("" if provenance else "-plain"))
+    workflow = definition.build(p)  # invalid parameters or workflows fail here, before anything is written
     spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}")
+    created = False
     if os.path.exists(os.path.join(graph_dir, "store.json")):
         store = Store.open(graph_dir)
         if store.meta["workflow"] != definition.name:
@@ -103,9 +106,14 @@ def run(
             raise StoreError(f"{graph_dir} was created with other parameters ({', '.join(changed)}); continue it with the same ones or use another --graph")
     else:
         store = Store.create(graph_dir, definition.name, provenance, p)
-    workflow = definition.build(p)
+        created = True
     executor = Executor(spark, workflow, store, provenance=provenance)
-    executor.initialize(definition.initial_state(spark, p))
+    try:
+        executor.initialize(definition.initial_state(spark, p))
+    except BaseException:
+        if created:  # a store that never got its initial state is no store: leave nothing behind
+            shutil.rmtree(graph_dir, ignore_errors=True)
+        raise
     n_run = executions if executions is not None else int(p.get("numExec", 1))
     bar = None
     if progress:
