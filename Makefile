@@ -25,6 +25,7 @@ bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/micro.py
 	$(BIN)/python benchmarks/car_dealership.py
 	$(BIN)/python benchmarks/queries.py   # needs graphs/car_dealership-demo (make demo)
+	$(BIN)/lipspark bench                 # WorkflowGen: car dealership + Arctic stations (long)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis spark-warehouse

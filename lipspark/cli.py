@@ -74,7 +74,21 @@ def build_parser() -> argparse.ArgumentParser:
     vsrc.add_argument("-e", "--expression", help="query text, e.g. \"zoomout dealer2, dealer3; subgraph tuple Cars(CarId = 'C2')\"")
     v.add_argument("-o", "--output", default=None, help="the HTML file to write (default: viz/<graph name>.html; written atomically)")
     v.add_argument("--max-nodes", type=int, default=1500, help="refuse to draw more nodes than this (default: 1500)")
+    b = sub.add_parser("bench", help="WorkflowGen benchmark: capture overhead and query latency, provenance on vs off",
+                       description="Run Car dealerships and Arctic stations with provenance on and off, interleaved, and "
+                                   "time executions and queries; writes JSON and PNG plots. See docs/benchmarks.md.")
+    b.add_argument("--quick", action="store_true", help="tiny sizes: the smoke test (a few minutes)")
+    b.add_argument("--only", nargs="+", default=None, metavar="NAME", help="run only these configurations")
+    b.add_argument("--out", default=None, help="results directory (default benchmarks/results/workflowgen, or .../quick)")
+    b.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
     return ap
+
+
+def _bench(args: Any) -> int:
+    from lipspark.bench import main as bench
+
+    bench(quick=args.quick, out=args.out, only=args.only, master=args.master)
+    return 0
 
 
 def _run(args: Any) -> int:
@@ -204,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args)
+        if args.command == "bench":
+            return _bench(args)
         if args.command == "query":
             return _query(args)
         if args.command == "export":
