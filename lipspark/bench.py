@@ -55,13 +55,14 @@ def quick_configs() -> list[dict[str, Any]]:
     ]
 
 
-def _median_ms(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
+def _median_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Median wall time of ``fn`` in ms over ``repeat`` runs, and its (last) result."""
+    times, out = [], None
     for _ in range(repeat):
         t = time.perf_counter()
-        fn()
+        out = fn()
         times.append((time.perf_counter() - t) * 1000)
-    return statistics.median(times)
+    return statistics.median(times), out
 
 
 def query_latencies(store: str, repeat: int = 5) -> dict[str, Any]:
@@ -85,18 +86,17 @@ def query_latencies(store: str, repeat: int = 5) -> dict[str, Any]:
     state = np.flatnonzero((typ == 0) & ~g.is_v & (np.diff(g.in_ptr) == 0) & np.isnan(ex) & (mod != None))  # noqa: E711
     r: dict[str, Any] = {"nodes": len(g), "edges": g.num_edges, "graph_bytes": graph_bytes,
                          "bytes_per_edge": graph_bytes / max(g.num_edges, 1), "load_s": load_s}
-    z = zoom_out(g, modules)
-    r["zoomout_all_ms"] = _median_ms(lambda: zoom_out(g, modules), repeat)
-    r["zoomin_all_ms"] = _median_ms(lambda: zoom_in(z, modules), repeat)
+    r["zoomout_all_ms"], z = _median_ms(lambda: zoom_out(g, modules), repeat)
+    r["zoomin_all_ms"], _ = _median_ms(lambda: zoom_in(z, modules), repeat)
     if len(state):
         victim = int(g.ids[state[len(state) // 2]])
-        r["delete_state_tuple_ms"] = _median_ms(lambda: delete(g, [victim]), repeat)
-        r["delete_state_tuple_removed"] = len(delete(g, [victim]).removed_ids)
+        r["delete_state_tuple_ms"], d = _median_ms(lambda: delete(g, [victim]), repeat)
+        r["delete_state_tuple_removed"] = len(d.removed_ids)
     if len(last):
         out = int(g.ids[last[-1]])
-        r["subgraph_output_ms"] = _median_ms(lambda: subgraph(g, out), repeat)
-        r["subgraph_output_nodes"] = len(subgraph(g, out))
-        r["polynomial_output_ms"] = _median_ms(lambda: str(polynomial(g, out)), repeat)
+        r["subgraph_output_ms"], sub = _median_ms(lambda: subgraph(g, out), repeat)
+        r["subgraph_output_nodes"] = len(sub)
+        r["polynomial_output_ms"], _ = _median_ms(lambda: str(polynomial(g, out)), repeat)
     return r
 
 
@@ -147,6 +147,18 @@ def bench_config(spark: Any, config: dict[str, Any], *, checkpoints: list[int] |
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _save(fig: Any, title: str, out_dir: str, name: str) -> str:
+    """Title, lay out, write and close a figure; returns its path."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path = os.path.join(out_dir, name)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def plot(results: list[dict[str, Any]], out_dir: str) -> list[str]:
     """PNG plots: time per execution (tracked vs plain) per configuration, and query latency vs
     graph size. Returns the paths written."""
@@ -168,12 +180,7 @@ def plot(results: list[dict[str, Any]], out_dir: str) -> list[str]:
         ax.set_ylim(bottom=0)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.legend(fontsize=7)
-    fig.suptitle("Workflow execution time (cf. Lipstick Figure 5)", fontsize=10)
-    fig.tight_layout()
-    path = os.path.join(out_dir, "workflowgen_time.png")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    paths.append(path)
+    paths.append(_save(fig, "Workflow execution time (cf. Lipstick Figure 5)", out_dir, "workflowgen_time.png"))
     keys = [("zoomout_all_ms", "ZoomOut all"), ("zoomin_all_ms", "ZoomIn all"), ("delete_state_tuple_ms", "delete a state tuple"),
             ("subgraph_output_ms", "subgraph of an output"), ("polynomial_output_ms", "polynomial of an output")]
     fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.4), squeeze=False)
@@ -188,16 +195,11 @@ def plot(results: list[dict[str, Any]], out_dir: str) -> list[str]:
         ax.set_ylabel("ms (median)")
         ax.set_yscale("log")
         ax.legend(fontsize=6)
-    fig.suptitle("Query latency as the graph grows", fontsize=10)
-    fig.tight_layout()
-    path = os.path.join(out_dir, "workflowgen_queries.png")
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    paths.append(path)
+    paths.append(_save(fig, "Query latency as the graph grows", out_dir, "workflowgen_queries.png"))
     return paths
 
 
-def main(argv: list[str] | None = None, *, quick: bool = False, out: str | None = None, only: list[str] | None = None,
+def main(*, quick: bool = False, out: str | None = None, only: list[str] | None = None,
          master: str | None = None) -> list[dict[str, Any]]:
     """Run the benchmark (``quick``: the smoke test) and write JSON and plots into ``out``."""
     from lipspark.session import get_spark

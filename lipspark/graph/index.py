@@ -70,6 +70,13 @@ def unique_positions(a: np.ndarray, n: int) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
+def _scalar(v: Any) -> Any:
+    """A plain Python value: numpy scalars unwrapped, None/NA/NaN as None."""
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return None
+    return v.item() if hasattr(v, "item") else v
+
+
 def _in_sorted(sorted_arr: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Mask: which of ``x`` occur in the sorted array ``sorted_arr``."""
     idx = np.minimum(np.searchsorted(sorted_arr, x), len(sorted_arr) - 1)
@@ -232,10 +239,14 @@ class GraphIndex:
         """The node type at ``pos``: ``i``, ``s``, ``o``, ``m``, ``z`` or ``""``."""
         return NODE_TYPES[self.type_code[pos]]
 
+    def value(self, pos: int) -> Any:
+        """The value of the v-node at ``pos`` as a plain Python value (None when it has none)."""
+        return _scalar(self.nodes["value"].iat[int(pos)])
+
     def attrs(self, pos: int) -> dict[str, Any]:
         """All attributes of the node at ``pos`` as plain Python values."""
         row = self.nodes.iloc[int(pos)].to_dict()
-        return {k: (None if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)) else (v.item() if hasattr(v, "item") else v)) for k, v in row.items()}
+        return {k: _scalar(v) for k, v in row.items()}
 
     def children(self, pos: int) -> np.ndarray:
         """Positions of the nodes with an edge into ``pos`` (with multiplicity)."""

@@ -103,13 +103,6 @@ def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
     return removed
 
 
-def _value(g: GraphIndex, pos: int) -> Any:
-    v = g.nodes["value"].iat[int(pos)]
-    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-        return None
-    return v.item() if hasattr(v, "item") else v
-
-
 def _aggregate(op: str, values: list[Any]) -> Any:
     if op == "Count":
         return len(values)
@@ -146,7 +139,7 @@ def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
             vals = []
             for t in kids:  # ⊗ children: (p-node, value node)
                 vk = [int(k) for k in g.children(t) if g.is_v[k] and not removed[k]]
-                vals.append(changed.get(vk[0], _value(g, vk[0])) if vk else None)
+                vals.append(changed.get(vk[0], g.value(vk[0])) if vk else None)
             new = _aggregate(label, vals)
         elif label == "·":  # a value carried across a module boundary
             vk = [k for k in kids if g.is_v[k]]
@@ -157,7 +150,7 @@ def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
             continue
         else:  # a black box downstream of the deletion: its function is not in the graph
             new = UNKNOWN
-        before = _value(g, pos)
+        before = g.value(pos)
         if new is UNKNOWN or not _same(before, new):
             changed[pos] = new
             out.append(ValueChange(int(g.ids[pos]), label, before, new))

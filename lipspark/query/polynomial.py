@@ -49,13 +49,6 @@ def token_name(g: GraphIndex, pos: int) -> str:
     return g.label(pos)
 
 
-def _value(g: GraphIndex, pos: int) -> Any:
-    v = g.nodes["value"].iat[int(pos)]
-    if v is None or (isinstance(v, float) and np.isnan(v)) or str(v) == "<NA>":
-        return None
-    return v.item() if hasattr(v, "item") else v
-
-
 def _is_relation(g: GraphIndex, pos: int) -> bool:
     r = g.nodes["relation"].iat[int(pos)]
     return r is not None and not (isinstance(r, float) and np.isnan(r))
@@ -87,10 +80,10 @@ def _exprs(g: GraphIndex, root: int) -> dict[int, Any]:
                 tk = memo[t][1]
                 p = times(*[memo[c] for c in tk if not g.is_v[c]])
                 vk = [c for c in tk if g.is_v[c]]
-                terms.append((p, _value(g, vk[0]) if vk else None))
+                terms.append((p, g.value(vk[0]) if vk else None))
             memo[pos] = AggValue(label, tuple(terms))
         elif not kids:
-            memo[pos] = _value(g, pos)
+            memo[pos] = g.value(pos)
         elif label == "·" and any(g.is_v[k] for k in kids):  # a value carried across a module boundary
             memo[pos] = memo[next(k for k in kids if g.is_v[k])]
         else:
