@@ -45,6 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=None, help="the workflow's random seed")
     r.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE", help="a workflow parameter")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--capture", choices=("eager", "deferred"), default="eager",
+                   help="eager (default): write the graph with each execution; deferred: run at the speed of provenance off "
+                        "and make the graph when first queried, by replaying the executions")
+    m = sub.add_parser("materialize", help="make the graph of a store run with --capture deferred (replays its executions)")
+    m.add_argument("graph", help="a workflow store run with --capture deferred")
+    m.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
+    m.add_argument("--quiet", action="store_true", help="no progress bar")
     q = sub.add_parser("query", help="run provenance queries (zoom, delete, traces, polynomials) on a captured graph")
     q.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     src = q.add_mutually_exclusive_group(required=True)
@@ -105,8 +112,25 @@ def _run(args: Any) -> int:
         master=args.master,
         params=params,
         progress=not args.quiet,
+        capture=args.capture,
     )
     print(summary)
+    return 0
+
+
+def _materialize(args: Any) -> int:
+    import time
+
+    from lipspark.graph.index import GraphIndex
+    from lipspark.session import get_spark
+    from lipspark.workflow import Store, materialize
+
+    store = Store.open(args.graph)
+    t0 = time.perf_counter()
+    before = len(materialize(store, spark=get_spark(args.master), progress=not args.quiet).executions) if store.capture == "deferred" else None
+    g = GraphIndex.load(args.graph)
+    how = f"replayed with provenance in {time.perf_counter() - t0:.1f}s" if before is not None else "eager capture: nothing to replay"
+    print(f"{args.graph}: {len(store.executions)} executions, graph {len(g):,} nodes, {g.num_edges:,} edges ({how})")
     return 0
 
 
@@ -218,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return _run(args)
+        if args.command == "materialize":
+            return _materialize(args)
         if args.command == "bench":
             return _bench(args)
         if args.command == "query":

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from typing import Any
 
 import pyarrow as pa
@@ -59,15 +60,22 @@ def read_segments(path: str, manifest: dict[str, Any]) -> list[tuple[dict[str, A
 
 
 def load_graph(path: str) -> Any:
-    """Load the graph of a workflow store (``store.json``) or of a graph directory (``manifest.json``)."""
+    """Load the graph of a workflow store (``store.json``) or of a graph directory (``manifest.json``).
+
+    A store with deferred capture is materialized first (its executions replayed with provenance
+    on: this needs Spark and takes about as long as running them eagerly; see
+    :mod:`lipspark.workflow.materialize`)."""
     from lipspark.graph.model import ProvenanceGraph
 
     if os.path.exists(os.path.join(path, "store.json")):
         from lipspark.workflow.store import Store
 
+        from lipspark.workflow.materialize import materialize
+
         store = Store.open(path)
         if not store.meta["provenance"]:
             raise StoreError(f"the store at {path} was run with --no-provenance: it has outputs and state but no graph")
+        store = materialize(store, progress=sys.stderr.isatty())  # deferred capture: replay what has no graph yet
         segments = []
         for gdir, manifest in store.graph_manifests():
             read_manifest(gdir)

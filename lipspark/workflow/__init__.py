@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from lipspark.workflow.definition import WorkflowDefinition, load_definition
 from lipspark.workflow.execution import Executor
+from lipspark.workflow.materialize import materialize
 from lipspark.workflow.module import Module, Relation
 from lipspark.workflow.run import RunSummary, run
 from lipspark.workflow.store import Store
 from lipspark.workflow.workflow import Workflow
 
-__all__ = ["Executor", "Module", "Relation", "RunSummary", "Store", "Workflow", "WorkflowDefinition", "load_definition", "run"]
+__all__ = ["Executor", "Module", "Relation", "RunSummary", "Store", "Workflow", "WorkflowDefinition", "load_definition", "materialize", "run"]

@@ -19,6 +19,7 @@ Within a module the rewrite of :mod:`lipspark.frame` records the fine-grained no
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -35,7 +36,7 @@ from lipspark.workflow.module import Module, Relation
 from lipspark.workflow.store import Store
 from lipspark.workflow.workflow import Workflow
 
-__all__ = ["Executor", "relation_frame"]
+__all__ = ["Executor", "StoredRelation", "relation_frame"]
 
 _TYPE_ALIASES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint", "real": "float", "dec": "decimal"}
 
@@ -101,6 +102,30 @@ def relation_frame(spark: SparkSession, store: Store, desc: dict[str, Any]) -> D
     return df.select(*[c for c in df.columns if not is_hidden(c)])
 
 
+@dataclass(frozen=True)
+class StoredRelation:
+    """A relation already written as Parquet files (a directory): given as a workflow input or
+    initial state, its files are copied verbatim, so the rows keep their file and position, and
+    so their token ids (deferred capture replays executions this way)."""
+
+    path: str
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        df = spark.read.parquet(self.path)
+        return df.select(*[c for c in df.columns if not is_hidden(c)])
+
+
+def _write_base(spark: SparkSession, df: Any, path: str) -> Any:
+    """Write a workflow input or initial state relation; returns it as a DataFrame."""
+    if isinstance(df, StoredRelation):
+        if os.path.exists(path):
+            raise StoreError(f"{path} already exists")
+        shutil.copytree(df.path, path, ignore=shutil.ignore_patterns(".*.crc"))
+        return df.frame(spark)
+    df.write.mode("errorifexists").parquet(path)
+    return df
+
+
 @dataclass
 class _Invocation:
     node: str
@@ -116,7 +141,9 @@ class Executor:
         self.spark = spark
         self.workflow = workflow.validate()
         self.store = store
-        self.provenance = provenance
+        # a store with deferred capture runs its executions on plain DataFrames; the graph is made
+        # later by replaying them (lipspark.workflow.materialize)
+        self.provenance = provenance and store.capture != "deferred"
         self.builder: GraphBuilder | None = None
         self.tracker: Tracker | None = None
 
@@ -205,9 +232,9 @@ class Executor:
             for rname in module.state:
                 rel = module.relation(rname)
                 df = given.get(rname) if rname in given else self.spark.createDataFrame([], rel.ddl)
-                check_schema(module, rel, df)
+                check_schema(module, rel, df.frame(self.spark) if isinstance(df, StoredRelation) else df)
                 rel_dir = f"initial/{mname}/{rname}"
-                df.write.mode("errorifexists").parquet(os.path.join(self.store.root, rel_dir))
+                _write_base(self.spark, df, os.path.join(self.store.root, rel_dir))
                 self.builder.context = {"module": mname}
                 state[mname][rname] = self._token_relation(rel, rel_dir, None)
         self.builder.context = {}
@@ -217,8 +244,12 @@ class Executor:
         self.store.meta["next_segment"] = self.builder.next_segment
         self.store.save()
 
-    def execute(self, inputs: dict[str, dict[str, DataFrame]], *, on_invocation: Callable[[str], None] | None = None) -> dict[str, Any]:
-        """Run one execution with the given workflow inputs; commit it to the store atomically."""
+    def execute(self, inputs: dict[str, dict[str, DataFrame]], *, on_invocation: Callable[[str], None] | None = None,
+                verify: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        """Run one execution with the given workflow inputs; commit it to the store atomically.
+
+        ``verify`` sees the execution's record before the commit; if it raises, nothing is committed.
+        """
         n = self.store.next_execution
         self._check_inputs(inputs)
         self.builder = GraphBuilder(self.store.meta["next_segment"])
@@ -241,9 +272,9 @@ class Executor:
                     for rname in module.inputs:
                         rel = module.relation(rname)
                         df = inputs[node_id][rname]
-                        check_schema(module, rel, df)
+                        check_schema(module, rel, df.frame(self.spark) if isinstance(df, StoredRelation) else df)
                         rel_dir = f"{edir}/inputs/{node_id}/{rname}"
-                        df.write.mode("errorifexists").parquet(self.store.resolve(rel_dir))
+                        _write_base(self.spark, df, self.store.resolve(rel_dir))
                         frames[rname] = self._read(inv, rel, self._token_relation(rel, rel_dir), "i")
                 else:
                     for e in self.workflow.inputs_of(node_id):
@@ -277,6 +308,8 @@ class Executor:
                 self.builder.write(os.path.join(self.store.resolve(edir), "graph"))
             self.tracker.release()
             record = {"state": state, "outputs": outputs, "segments": [self.store.meta["next_segment"], self.builder.next_segment]}
+            if verify is not None:
+                verify(record)
             self.store.commit(n, record, self.builder.next_segment)
             return record
         except BaseException:

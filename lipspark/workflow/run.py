@@ -35,17 +35,28 @@ class RunSummary:
     bytes: int
     seconds: float
     execution_seconds: list[float] = field(default_factory=list)
+    deferred: bool = False
 
     def __str__(self) -> str:
         lines = [
             f"workflow     {self.workflow}",
             f"executions   {self.executions_run} run now, {self.executions_total} in the store" + (" (stopped: condition met)" if self.stopped_early else ""),
             "outputs      " + ("; ".join(f"{n}.{r}: {c} rows" for n, rels in self.outputs.items() for r, c in rels.items()) or "none"),
-            f"graph        {self.nodes:,} nodes, {self.edges:,} edges" if self.nodes is not None else "graph        none (provenance off)",
+            f"graph        {self.nodes:,} nodes, {self.edges:,} edges" if self.nodes is not None
+            else f"graph        {'deferred: made by replaying the executions when first queried (lipspark materialize)' if self.deferred else 'none (provenance off)'}",
             f"store        {self.store} ({self.bytes:,} bytes)",
             f"time         {self.seconds:.1f}s" + (f" ({sum(self.execution_seconds) / len(self.execution_seconds):.2f}s per execution)" if self.execution_seconds else ""),
         ]
         return "\n".join(lines)
+
+
+def _definition_file(definition: WorkflowDefinition) -> str | None:
+    """The file a definition was loaded from (deferred capture replays it), if any."""
+    import sys
+
+    mod = sys.modules.get(getattr(definition.build, "__module__", ""), None)
+    path = getattr(mod, "__file__", None)
+    return os.path.abspath(path) if path and os.path.exists(path) else None
 
 
 def _dir_bytes(path: str) -> int:
@@ -66,6 +77,7 @@ def run(
     progress: bool = False,
     spark: Any = None,
     count_graph: bool = True,
+    capture: str = "eager",
 ) -> RunSummary:
     """Run (or continue) a sequence of executions of a workflow definition.
 
@@ -84,12 +96,19 @@ def run(
         Spark master URL (default embedded ``local[2]``).
     params
         Parameter overrides (e.g. ``{"numCars": 2000, "seed": 7}``).
+    capture
+        ``"eager"`` writes the graph with every execution; ``"deferred"`` runs at the speed of
+        provenance off and makes the graph when it is first loaded, by replaying the executions
+        (:mod:`lipspark.workflow.materialize`; the definition file must stay where it is).
     """
     from lipspark.session import get_spark
 
     t0 = time.perf_counter()
     if isinstance(definition, str):
+        path: str | None = definition
         definition = load_definition(definition)
+    else:
+        path = _definition_file(definition)
     p = definition.with_params(params or {})
     graph_dir = graph_dir or os.path.join("graphs", definition.name + ("" if provenance else "-plain"))
     workflow = definition.build(p)  # invalid parameters or workflows fail here, before anything is written
@@ -101,11 +120,16 @@ def run(
             raise StoreError(f"{graph_dir} holds workflow {store.meta['workflow']!r}, not {definition.name!r}")
         if store.meta["provenance"] != provenance:
             raise StoreError(f"{graph_dir} was run with provenance {'on' if store.meta['provenance'] else 'off'}; continue it the same way or use another --graph")
+        if provenance and store.capture != capture:
+            raise StoreError(f"{graph_dir} was run with --capture {store.capture}; continue it the same way or use another --graph")
         if store.meta["params"] != p:
             changed = sorted(k for k in p if store.meta["params"].get(k) != p[k])
             raise StoreError(f"{graph_dir} was created with other parameters ({', '.join(changed)}); continue it with the same ones or use another --graph")
     else:
-        store = Store.create(graph_dir, definition.name, provenance, p)
+        if provenance and capture == "deferred" and path is None:
+            raise StoreError(f"deferred capture replays the workflow's definition later, and {definition.name!r} was not loaded from a file; "
+                             "load it with lipspark.workflow.load_definition(path), or use capture='eager'")
+        store = Store.create(graph_dir, definition.name, provenance, p, capture=capture, definition=path)
         created = True
     executor = Executor(spark, workflow, store, provenance=provenance)
     try:
@@ -148,9 +172,10 @@ def run(
             if workflow.nodes[node].output:
                 outputs[node] = {r: relation_frame(spark, store, d).count() for r, d in rels.items()}
     nodes = edges = None
-    if provenance and count_graph:
+    if provenance and count_graph and store.capture == "eager":
         from lipspark.graph.load import load_graph
 
         g = load_graph(store.root)
         nodes, edges = len(g), g.num_edges
-    return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, outputs, nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times)
+    return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, outputs, nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times,
+                      deferred=store.capture == "deferred")

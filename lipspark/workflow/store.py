@@ -25,10 +25,12 @@ from typing import Any
 from lipspark.errors import StoreError
 from lipspark.graph.load import read_json
 
-__all__ = ["Store", "STORE_FORMAT", "STORE_VERSION"]
+__all__ = ["Store", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES"]
 
 STORE_FORMAT = "lipspark-store"
 STORE_VERSION = 1
+#: How a store with provenance on records its graph (see :meth:`Store.create`).
+CAPTURE_MODES = ("eager", "deferred")
 
 
 def _write_json_atomic(path: str, data: Any) -> None:
@@ -50,7 +52,20 @@ class Store:
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
-    def create(cls, root: str, workflow: str, provenance: bool, params: dict[str, Any]) -> "Store":
+    def create(cls, root: str, workflow: str, provenance: bool, params: dict[str, Any], *,
+               capture: str = "eager", definition: str | None = None) -> "Store":
+        """A new, empty store at ``root``.
+
+        ``capture`` is ``"eager"`` (the graph is written with each execution) or ``"deferred"``
+        (executions run at plain speed; :func:`lipspark.workflow.materialize` replays them with
+        provenance on when the graph is first needed, which needs the ``definition`` file).
+        """
+        if capture not in CAPTURE_MODES:
+            raise StoreError(f"capture must be one of {', '.join(CAPTURE_MODES)}, got {capture!r}")
+        if capture == "deferred" and not provenance:
+            raise StoreError("deferred capture records provenance later; it needs provenance on")
+        if capture == "deferred" and not definition:
+            raise StoreError("deferred capture needs the workflow definition's file, to replay executions when the graph is needed")
         if os.path.exists(os.path.join(root, "store.json")):
             raise StoreError(f"{root} already holds a store; open it to continue, or choose another directory")
         if os.path.exists(root) and os.listdir(root):
@@ -62,6 +77,8 @@ class Store:
             "workflow": workflow,
             "provenance": provenance,
             "params": params,
+            "capture": capture if provenance else None,
+            "definition": os.path.abspath(definition) if definition else None,
             "next_segment": 1,
             "initial": None,
             "executions": [],
@@ -105,6 +122,13 @@ class Store:
         _write_json_atomic(os.path.join(self.root, "store.json"), self.meta)
 
     # ------------------------------------------------------------------ executions
+    @property
+    def capture(self) -> str | None:
+        """``"eager"``, ``"deferred"``, or ``None`` for a store without provenance."""
+        if not self.meta["provenance"]:
+            return None
+        return self.meta.get("capture") or "eager"
+
     @property
     def executions(self) -> list[dict[str, Any]]:
         return self.meta["executions"]
@@ -160,7 +184,7 @@ class Store:
         for d in dirs:
             path = os.path.join(self.root, d, "manifest.json")
             if not os.path.exists(path):
-                if self.meta["provenance"]:
+                if self.capture == "eager":
                     raise StoreError(f"the store at {self.root} is corrupt: {d}/manifest.json is missing")
                 continue
             out.append((os.path.join(self.root, d), read_json(path, f"the store at {self.root}")))

@@ -1,0 +1,143 @@
+"""Deferred capture: a store's graph made when it is first needed, by replaying its executions.
+
+With ``capture="deferred"`` (``lipspark run --capture deferred``) a workflow runs at the speed of
+provenance off: modules run on plain DataFrames and only what any run keeps is written (workflow
+inputs, module outputs, state). That is enough to rebuild the provenance exactly, because module
+code is deterministic (fidelity requires it) and every relation crossing a module boundary is in
+the store: :func:`materialize` re-runs each execution not yet replayed with provenance on, from
+the stored inputs and initial state, into an eager store at ``<store>/provenance/``. Loading the
+graph of a deferred store (:class:`~lipspark.graph.index.GraphIndex`, ``lipspark query``,
+``viz``, ``export``) materializes first, so queries see the same graph, with the same node ids,
+as an eager run of the same inputs.
+
+Each replayed execution is checked before it is committed: every output and state relation must
+equal (as a multiset) the one the deferred run stored, else the replay stops with a
+:class:`~lipspark.errors.StoreError` naming the module and relation (a module that is not
+deterministic cannot have its provenance deferred: run it with eager capture). Replays are
+committed one execution at a time, like executions, so an interrupted materialization resumes
+where it stopped.
+
+>>> from lipspark.workflow.materialize import PROVENANCE_DIR
+>>> PROVENANCE_DIR
+'provenance'
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Callable
+
+from lipspark.errors import StoreError
+from lipspark.workflow.store import Store
+
+__all__ = ["materialize", "graph_store", "PROVENANCE_DIR"]
+
+#: Where a deferred store keeps the eager store its executions are replayed into.
+PROVENANCE_DIR = "provenance"
+
+
+def graph_store(store: Store) -> Store | None:
+    """The store whose graph answers queries about ``store``: itself when capture is eager, its
+    replay when deferred (``None`` if not materialized yet or provenance is off)."""
+    if store.capture == "eager":
+        return store
+    if store.capture != "deferred":
+        return None
+    sub = os.path.join(store.root, PROVENANCE_DIR)
+    return Store.open(sub) if os.path.exists(os.path.join(sub, "store.json")) else None
+
+
+def _fingerprints(spark: Any, frames: list[Any]) -> list[tuple[int, int]]:
+    """(row count, sum of row hashes) of each frame, in one Spark job: equal multisets of rows have
+    equal fingerprints (and unequal ones almost surely not)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    def hashed(df: Any) -> Any:  # Spark does not hash maps: hash their JSON
+        cols = [F.to_json(F.col(f.name)) if isinstance(f.dataType, T.MapType) else F.col(f.name) for f in df.schema.fields]
+        return F.xxhash64(*cols).cast("decimal(38,0)")
+
+    parts = [df.select(F.lit(i).alias("r"), hashed(df).alias("h")) for i, df in enumerate(frames)]
+    rows = reduce(lambda a, b: a.unionAll(b), parts).groupBy("r").agg(F.count("*").alias("n"), F.sum("h").alias("s")).collect()
+    got = {int(r["r"]): (int(r["n"]), int(r["s"])) for r in rows}
+    return [got.get(i, (0, 0)) for i in range(len(frames))]
+
+
+def materialize(store: "Store | str", *, spark: Any = None, progress: bool = False,
+                on_execution: Callable[[int, float], None] | None = None) -> Store:
+    """Replay a deferred store's executions that have no graph yet; return the store holding the graph.
+
+    For an eager store this returns it unchanged. Raises :class:`~lipspark.errors.StoreError` if
+    the store has provenance off, its workflow definition file is gone or changed name, or a
+    replay does not reproduce what the deferred run stored.
+    """
+    import time
+
+    from lipspark.session import get_spark
+    from lipspark.workflow.definition import load_definition
+    from lipspark.workflow.execution import Executor, StoredRelation, relation_frame
+
+    if isinstance(store, str):
+        store = Store.open(store)
+    if store.capture is None:
+        raise StoreError(f"the store at {store.root} was run with --no-provenance: it has outputs and state but no graph")
+    if store.capture == "eager":
+        return store
+    sub_root = os.path.join(store.root, PROVENANCE_DIR)
+    sub = Store.open(sub_root) if os.path.exists(os.path.join(sub_root, "store.json")) else None
+    done = len(sub.executions) if sub is not None else 0
+    if done > len(store.executions):
+        raise StoreError(f"the store at {store.root} is corrupt: {PROVENANCE_DIR}/ has {done} executions, the store {len(store.executions)}")
+    if sub is not None and sub.meta.get("initial") is not None and done == len(store.executions):
+        return sub
+    path = store.meta.get("definition")
+    if not path or not os.path.exists(path):
+        raise StoreError(f"the store at {store.root} defers its provenance to a replay of workflow definition {path}, which does not exist; "
+                         "put the definition back at that path, or re-run the workflow with --capture eager")
+    definition = load_definition(path)
+    if definition.name != store.meta["workflow"]:
+        raise StoreError(f"{path} now defines workflow {definition.name!r}, but the store at {store.root} ran {store.meta['workflow']!r}")
+    params = store.meta["params"]
+    workflow = definition.build(params)
+    spark = spark or get_spark(app_name=f"lipspark-{definition.name}")
+    if sub is None:
+        sub = Store.create(sub_root, definition.name, True, params)
+    executor = Executor(spark, workflow, sub, provenance=True)
+    # inputs and initial state are copied file for file: same files, same rows, same token ids
+    initial = {m: {r: StoredRelation(store.resolve(d["dir"])) for r, d in rels.items()} for m, rels in (store.meta["initial"] or {}).items()}
+    executor.initialize(initial)
+    pending = store.executions[done:]
+    bar = None
+    if progress and pending:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(pending), desc=f"replaying {definition.name} with provenance", unit="exec")
+    try:
+        for e in pending:
+            t0 = time.perf_counter()
+            inputs = {node: {r: StoredRelation(store.resolve(f"{e['dir']}/inputs/{node}/{r}")) for r in rels}
+                      for node, rels in workflow.workflow_inputs().items()}
+
+            def verify(record: dict[str, Any], e: dict[str, Any] = e) -> None:
+                pairs = [(f"output {r} of {node}", e["outputs"][node][r], d) for node, rels in record["outputs"].items() for r, d in rels.items()]
+                pairs += [(f"state {r} of module {m}", e["state"][m][r], d) for m, rels in record["state"].items() for r, d in rels.items()]
+                frames = [relation_frame(spark, s, d) for _, a, b in pairs for s, d in ((store, a), (sub, b))]
+                prints = _fingerprints(spark, frames)
+                for i, (what, a, _) in enumerate(pairs):
+                    stored, replayed = prints[2 * i], prints[2 * i + 1]
+                    if stored != replayed:
+                        raise StoreError(
+                            f"replaying execution {e['n']} to capture its provenance gave another {what} than the run stored "
+                            f"({replayed[0]} rows vs {stored[0]} stored, in {a['dir']}): the module is not deterministic, so its "
+                            "provenance cannot be deferred; run the workflow with --capture eager")
+
+            executor.execute(inputs, verify=verify)
+            if on_execution:
+                on_execution(e["n"], time.perf_counter() - t0)
+            if bar:
+                bar.update(1)
+    finally:
+        if bar:
+            bar.close()
+    return sub
