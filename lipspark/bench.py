@@ -43,6 +43,11 @@ CONFIGS: list[dict[str, Any]] = [
     {"name": "arctic_dense", "workflow": "arctic_stations.py", "params": {"topology": "dense", "stations": 24, "fanout": 6, "selectivity": "month", "numExec": 5}},
 ]
 
+#: The modes each configuration runs in, interleaved: provenance off, eager capture (the graph
+#: written with each execution) and deferred capture (executions at plain speed; the graph made by
+#: replaying them when first needed, whose cost is reported as ``replay_first_execution_s``).
+MODES = ("plain", "tracked", "deferred")
+
 #: Targets (ratio tracked / plain), for the report only.
 TARGETS = {"car_dealership": 1.25, "arctic_serial": 1.15, "arctic_parallel": 1.15, "arctic_dense": 1.15}
 
@@ -105,39 +110,48 @@ def bench_config(spark: Any, config: dict[str, Any], *, checkpoints: list[int] |
     """Run one configuration provenance off and on, interleaved; time executions and queries."""
     from tqdm import tqdm
 
-    from lipspark.workflow import Executor, Store, load_definition
+    from lipspark.workflow import Executor, Store, load_definition, materialize
 
-    definition = load_definition(os.path.join(WORKFLOWS, config["workflow"]))
+    path = os.path.join(WORKFLOWS, config["workflow"])
+    definition = load_definition(path)
     params = definition.with_params({k: v for k, v in config["params"].items()})
     n_exec = int(params["numExec"])
     checkpoints = sorted(set(checkpoints or [n_exec]))
     root = tempfile.mkdtemp(prefix=f"lipspark-bench-{config['name']}-")
-    times: dict[str, list[float]] = {"plain": [], "tracked": []}
-    queries = []
+    times: dict[str, list[float]] = {m: [] for m in MODES}
+    queries, replay = [], None
     try:
         runs = {}
-        for mode in ("plain", "tracked"):
-            store = Store.create(os.path.join(root, mode), definition.name, mode == "tracked", params)
-            ex = Executor(spark, definition.build(params), store, provenance=mode == "tracked")
+        for mode in MODES:
+            store = Store.create(os.path.join(root, mode), definition.name, mode != "plain", params,
+                                 capture="deferred" if mode == "deferred" else "eager", definition=path)
+            ex = Executor(spark, definition.build(params), store, provenance=mode != "plain")
             ex.initialize(definition.initial_state(spark, params))
             runs[mode] = ex
         bar = tqdm(range(1, n_exec + 1), desc=config["name"], unit="exec", disable=not progress)
         for n in bar:
-            order = ("plain", "tracked") if n % 2 else ("tracked", "plain")
-            for mode in order:
+            k = (n - 1) % len(MODES)  # rotate the order: no mode always runs first or last
+            for mode in MODES[k:] + MODES[:k]:
                 t0 = time.perf_counter()
                 runs[mode].execute(definition.inputs(spark, n, params))
                 times[mode].append(time.perf_counter() - t0)
-            bar.set_postfix(plain=f"{times['plain'][-1]:.1f}s", tracked=f"{times['tracked'][-1]:.1f}s")
+            bar.set_postfix({m: f"{times[m][-1]:.1f}s" for m in MODES})
+            if n == 1:
+                # deferred capture's cost, paid when the graph is first needed: replaying an execution
+                t0 = time.perf_counter()
+                materialize(os.path.join(root, "deferred"), spark=spark)
+                replay = time.perf_counter() - t0
             if n in checkpoints:
                 queries.append({"execution": n, **query_latencies(os.path.join(root, "tracked"), repeat)})
         from lipspark.graph.stats import directory_bytes
 
-        plain_med, tracked_med = statistics.median(times["plain"]), statistics.median(times["tracked"])
+        med = {m: statistics.median(v) for m, v in times.items()}
         return {
             "name": config["name"], "workflow": config["workflow"], "params": params,
-            "plain_s": times["plain"], "tracked_s": times["tracked"],
-            "plain_median_s": plain_med, "tracked_median_s": tracked_med, "ratio": tracked_med / plain_med,
+            "plain_s": times["plain"], "tracked_s": times["tracked"], "deferred_s": times["deferred"],
+            "plain_median_s": med["plain"], "tracked_median_s": med["tracked"], "deferred_median_s": med["deferred"],
+            "ratio": med["tracked"] / med["plain"], "deferred_ratio": med["deferred"] / med["plain"],
+            "replay_first_execution_s": replay,
             "target": TARGETS.get(config["name"]),
             "store_bytes_tracked": directory_bytes(os.path.join(root, "tracked")),
             "store_bytes_plain": directory_bytes(os.path.join(root, "plain")),
@@ -172,9 +186,11 @@ def plot(results: list[dict[str, Any]], out_dir: str) -> list[str]:
     fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.4), squeeze=False)
     for ax, r in zip(axes[0], results):
         xs = range(1, len(r["plain_s"]) + 1)
-        ax.plot(xs, r["tracked_s"], "o-", label="provenance on")
+        ax.plot(xs, r["tracked_s"], "o-", label="provenance on (eager)")
         ax.plot(xs, r["plain_s"], "s--", label="provenance off")
-        ax.set_title(f"{r['name']} ({r['ratio']:.2f}×)", fontsize=9)
+        if r.get("deferred_s"):
+            ax.plot(xs, r["deferred_s"], "^:", label=f"deferred capture ({r['deferred_ratio']:.2f}×)")
+        ax.set_title(f"{r['name']} (eager {r['ratio']:.2f}×)", fontsize=9)
         ax.set_xlabel("execution")
         ax.set_ylabel("seconds")
         ax.set_ylim(bottom=0)
@@ -221,8 +237,10 @@ def main(*, quick: bool = False, out: str | None = None, only: list[str] | None 
         checkpoints = [n] if quick else sorted({1, max(1, n // 2), n})
         results.append(bench_config(spark, c, checkpoints=checkpoints, repeat=1 if quick else 5))
         r = results[-1]
-        print(f"{r['name']}: plain {r['plain_median_s']:.2f}s, tracked {r['tracked_median_s']:.2f}s per execution, "
-              f"ratio {r['ratio']:.2f}×" + (f" (target ≤ {r['target']}×)" if r["target"] else "")
+        print(f"{r['name']}: plain {r['plain_median_s']:.2f}s, eager {r['tracked_median_s']:.2f}s ({r['ratio']:.2f}×), "
+              f"deferred {r['deferred_median_s']:.2f}s ({r['deferred_ratio']:.2f}×) per execution"
+              + (f" (target ≤ {r['target']}×)" if r["target"] else "")
+              + f"; deferred replay of execution 1: {r['replay_first_execution_s']:.1f}s"
               + f"; graph {r['queries'][-1]['nodes']:,} nodes, {r['queries'][-1]['edges']:,} edges, {r['queries'][-1]['graph_bytes']:,} bytes",
               flush=True)
         with open(os.path.join(out, "workflowgen.json"), "w") as fh:  # after each configuration: partial results survive

@@ -22,10 +22,13 @@ Anything else raises :class:`~lipspark.errors.UnsupportedOperation`.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass, field
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -256,8 +259,21 @@ class AnnotatedFrame:
     def select(self, *cols: Any) -> "AnnotatedFrame":
         """Projection (rows and annotations kept); black boxes and explode handled."""
         cols = self._expand_star(_as_list(cols))
-        plain = self._df.select(*cols)
+        # Spark analyzes every select on the driver (costly for wide expressions): without value or
+        # bag annotations to re-route, one select carrying the factors serves both the reading of
+        # the projection and the result
+        fast = not self._values and not self._bags
+        plain = None
+        if fast:
+            try:
+                plain = self._df.select(*cols, *self._factor_cols())
+            except AnalysisException:  # e.g. an aggregate in select: analyze it alone, then report it
+                fast = False
+        if plain is None:
+            plain = self._df.select(*cols)
         proj = read_projection(self._df, plain)
+        if proj is not None and fast:
+            proj = dataclasses.replace(proj, items=proj.items[: len(proj.items) - self._k])
         if proj is None:
             raise UnsupportedOperation(
                 "select with aggregate or window functions",
@@ -274,6 +290,8 @@ class AnnotatedFrame:
                     raise UnsupportedOperation(f"black box {u} inside a larger expression", f"compute {u}(...) in a column of its own, then use that column")
         if proj.generator is not None:
             return self._select_generate(cols, proj)
+        if fast and not any(it.udfs and registered_black_box(it.udfs[0]) for it in proj.items):
+            return self._new(plain, values=(), bags=())
         extra: list[Column] = self._factor_cols()
         values, bags = [], []
         for it in proj.items:

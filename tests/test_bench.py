@@ -9,8 +9,9 @@ from lipspark.bench import CONFIGS, plot, quick_configs
 from lipspark.errors import LipsparkError
 
 
-def fake(name: str, ratio: float) -> dict:
-    return {"name": name, "ratio": ratio, "plain_s": [1.0, 1.1, 0.9], "tracked_s": [1.3, 1.4, 1.2],
+def fake(name: str, ratio: float, deferred: bool = True) -> dict:
+    extra = {"deferred_s": [1.0, 1.05, 0.95], "deferred_ratio": 1.02} if deferred else {}
+    return {"name": name, "ratio": ratio, "plain_s": [1.0, 1.1, 0.9], "tracked_s": [1.3, 1.4, 1.2], **extra,
             "queries": [{"execution": 1, "nodes": 1000, "edges": 1800, "zoomout_all_ms": 5.0, "zoomin_all_ms": 7.0,
                          "delete_state_tuple_ms": 0.5, "subgraph_output_ms": 0.3, "polynomial_output_ms": 2.0},
                         {"execution": 3, "nodes": 3000, "edges": 5400, "zoomout_all_ms": 12.0, "zoomin_all_ms": 20.0,
@@ -18,7 +19,7 @@ def fake(name: str, ratio: float) -> dict:
 
 
 def test_plots_are_pngs_with_content(tmp_path):
-    paths = plot([fake("car_dealership", 1.3), fake("arctic_dense", 1.1)], str(tmp_path))
+    paths = plot([fake("car_dealership", 1.3), fake("arctic_dense", 1.1, deferred=False)], str(tmp_path))
     assert [p.split("/")[-1] for p in paths] == ["workflowgen_time.png", "workflowgen_queries.png"]
     for p in paths:
         data = open(p, "rb").read()
