@@ -69,6 +69,28 @@ def run(spark, inputs, job, tracked: bool, out: str) -> float:
     return time.perf_counter() - t0
 
 
+def one_row_trace(graph_dir: str, reps: int = 5) -> dict:
+    """Load the tracked run's graph into the index and time the backward trace (all ancestors) of
+    one output row: the result row in the middle of the output, median of ``reps``."""
+    import numpy as np
+
+    from lipspark.graph.index import GraphIndex
+    from lipspark.query.trace import ancestors
+
+    t0 = time.perf_counter()
+    g = GraphIndex.load(graph_dir)
+    load_s = time.perf_counter() - t0
+    sinks = np.flatnonzero((np.diff(g.out_ptr) == 0) & ~g.is_v)  # output rows: p-nodes nothing derives from
+    out = int(g.ids[sinks[len(sinks) // 2]])
+    times, answer = [], None
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        answer = ancestors(g, out)
+        times.append((time.perf_counter() - t0) * 1000)
+    return {"graph_load_s": load_s, "trace_one_row_ms": statistics.median(times), "trace_one_row_nodes": len(answer),
+            "output_rows": len(sinks)}
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
@@ -77,6 +99,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--jobs", default="groupby,join_agg")
     ap.add_argument("--quick", action="store_true", help="200k rows, 3 reps (smoke test)")
+    ap.add_argument("--no-trace", dest="trace", action="store_false", help="skip loading the graph for the one-row trace")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "micro.json"))
     args = ap.parse_args(argv)
     if args.quick:
@@ -94,6 +117,7 @@ def main(argv: list[str] | None = None) -> dict:
                 plain.append(run(spark, inputs, job, False, os.path.join(root, "plain")))
                 tracked_t.append(run(spark, inputs, job, True, os.path.join(root, "tracked")))
             stats = graph_stats(os.path.join(root, "tracked", "graph"))
+            trace = one_row_trace(os.path.join(root, "tracked", "graph")) if args.trace else {}
             res = {
                 "plain_s": plain,
                 "tracked_s": tracked_t,
@@ -104,11 +128,14 @@ def main(argv: list[str] | None = None) -> dict:
                 "graph_edges": stats.edges,
                 "graph_bytes": stats.bytes,
                 "bytes_per_edge": stats.bytes_per_edge,
+                **trace,
             }
             results["jobs"][job] = res
             print(f"{job:9s} plain {res['plain_median_s']:.2f}s tracked {res['tracked_median_s']:.2f}s "
                   f"ratio {res['ratio']:.2f}x  graph {stats.nodes:,} nodes {stats.edges:,} edges "
-                  f"{stats.bytes:,} B ({stats.bytes_per_edge:.2f} B/edge)", flush=True)
+                  f"{stats.bytes:,} B ({stats.bytes_per_edge:.2f} B/edge)"
+                  + (f"; one-row backward trace {trace['trace_one_row_ms']:.2f} ms ({trace['trace_one_row_nodes']:,} nodes; "
+                     f"graph load {trace['graph_load_s']:.1f}s)" if trace else ""), flush=True)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

@@ -60,8 +60,14 @@ def zoomed_modules(g: GraphIndex) -> list[str]:
 
 
 def _invocations(g: GraphIndex, module: str) -> np.ndarray:
-    mod = g.nodes["module"]
-    return np.flatnonzero((g.type_code == _M) & (mod == module).to_numpy())
+    return _invocations_of(g, [module])[module]
+
+
+def _invocations_of(g: GraphIndex, modules: list[str]) -> dict[str, np.ndarray]:
+    """Positions of the invocation nodes of each module (one pass over the invocation nodes)."""
+    inv = np.flatnonzero(g.type_code == _M)
+    names = g.nodes["module"].iloc[inv].astype(object).to_numpy()
+    return {m: inv[names == m] for m in modules}
 
 
 def _boundary(g: GraphIndex, inv: np.ndarray, code: int) -> np.ndarray:
@@ -91,9 +97,8 @@ def _intermediate(g: GraphIndex, inv: np.ndarray, inputs: np.ndarray, state: np.
     return np.flatnonzero(mask)
 
 
-def _hidden(g: GraphIndex, module: str) -> np.ndarray:
-    """Mask of everything a ZoomOut of ``module`` removes (steps 3 and 4)."""
-    inv = _invocations(g, module)
+def _hidden(g: GraphIndex, inv: np.ndarray) -> np.ndarray:
+    """Mask of everything a ZoomOut of the module with invocations ``inv`` removes (steps 3 and 4)."""
     ups = gather(g.out_ptr, g.out_dst, inv)
     codes = g.type_code[ups]
     state = unique_positions(ups[codes == _S], len(g))
@@ -118,8 +123,9 @@ def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
             raise QueryError(f"no invocation of a module {m!r} in this graph; modules: {', '.join(sorted(known)) or 'none'}")
     hidden_all = np.zeros(len(g), dtype=bool)
     masks = {}
+    invocations = _invocations_of(g, modules)
     for m in modules:
-        masks[m] = _hidden(g, m)
+        masks[m] = _hidden(g, invocations[m])
         hidden_all |= masks[m]
     edge_hidden = hidden_all[g.src] | hidden_all[g.dst]
     records = dict(g.zoom)
@@ -128,9 +134,10 @@ def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
         mask = masks[m]
         touch = mask[g.src] | mask[g.dst]
         records[m] = ZoomRecord(m, g.nodes[mask], g.ids[g.src[touch]], g.ids[g.dst[touch]], g.eid[touch])
-        inv = _invocations(g, m)
+        inv = invocations[m]
         zid = g.ids[inv] | np.int64(1)  # ordinal 1 of an invocation's segment is free (see docs/graph-format.md)
-        if np.isin(zid, g.ids).any():
+        at = np.minimum(np.searchsorted(g.ids, zid), len(g.ids) - 1)  # ids are sorted: no hashing of the graph
+        if len(zid) and (g.ids[at] == zid).any():
             raise QueryError(f"cannot zoom out {m!r}: its zoom node ids are taken; is the graph already zoomed?")
         rows = g.nodes.iloc[inv].copy()
         rows["id"] = zid
