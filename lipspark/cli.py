@@ -127,9 +127,11 @@ def _materialize(args: Any) -> int:
 
     store = Store.open(args.graph)
     t0 = time.perf_counter()
-    before = len(materialize(store, spark=get_spark(args.master), progress=not args.quiet).executions) if store.capture == "deferred" else None
+    deferred = store.capture == "deferred"
+    if deferred:
+        materialize(store, spark=get_spark(args.master), progress=not args.quiet)
     g = GraphIndex.load(args.graph)
-    how = f"replayed with provenance in {time.perf_counter() - t0:.1f}s" if before is not None else "eager capture: nothing to replay"
+    how = f"replayed with provenance in {time.perf_counter() - t0:.1f}s" if deferred else "eager capture: nothing to replay"
     print(f"{args.graph}: {len(store.executions)} executions, graph {len(g):,} nodes, {g.num_edges:,} edges ({how})")
     return 0
 
