@@ -57,7 +57,7 @@ def quick_configs() -> list[dict[str, Any]]:
     return [
         # (no replay timing here: it would take the smoke test past three minutes)
         {"name": "car_dealership", "workflow": "car_dealership.py", "params": {"numCars": 200, "numExec": 1, "acceptance": 0.0, "seed": 0}, "replay": False},
-        {"name": "arctic_parallel", "workflow": "arctic_stations.py", "params": {"topology": "parallel", "stations": 3, "selectivity": "month", "numExec": 2, "years": 2}},
+        {"name": "arctic_parallel", "workflow": "arctic_stations.py", "params": {"topology": "parallel", "stations": 2, "selectivity": "month", "numExec": 2, "years": 2}},
     ]
 
 
