@@ -171,7 +171,8 @@ def _group(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table]) -> tuple
         member_vals = [1 if op == "Count" else _py(x) for x in vals[present].tolist()]
         node_parts.append(_nodes(tensor_ids, "v", "⊗", seg))
         vcol = agg.get("vnode")
-        has_own = m[vcol].notna().to_numpy()[rows] if vcol in m.columns else np.zeros(len(rows), dtype=bool)
+        # a Count pairs each member with 1, never with its argument's value
+        has_own = m[vcol].notna().to_numpy()[rows] if vcol in m.columns and op != "Count" else np.zeros(len(rows), dtype=bool)
         if has_own.any():  # the value is a v-node of its own (an aggregate, a black box's result)
             own_ids = m[vcol].to_numpy(dtype="int64", na_value=0)[rows][has_own]
             edge_parts.append(_edges(own_ids, tensor_ids[has_own]))
