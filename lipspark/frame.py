@@ -22,9 +22,7 @@ Anything else raises :class:`~lipspark.errors.UnsupportedOperation`.
 """
 from __future__ import annotations
 
-import dataclasses
-
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
@@ -273,7 +271,7 @@ class AnnotatedFrame:
             plain = self._df.select(*cols)
         proj = read_projection(self._df, plain)
         if proj is not None and fast:
-            proj = dataclasses.replace(proj, items=proj.items[: len(proj.items) - self._k])
+            proj = replace(proj, items=proj.items[: len(proj.items) - self._k])
         if proj is None:
             raise UnsupportedOperation(
                 "select with aggregate or window functions",

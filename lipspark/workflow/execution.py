@@ -96,10 +96,14 @@ def _vnode(desc: dict[str, Any], col: str, pos: Any) -> Any:
     return F.col(value_col(col)) if seg is None else F.when(F.col(value_col(col)).isNotNull(), F.lit(seg << SEGMENT_SHIFT).bitwiseOR(pos))
 
 
+def _visible_parquet(spark: SparkSession, path: str) -> DataFrame:
+    df = spark.read.parquet(path)
+    return df.select(*[c for c in df.columns if not is_hidden(c)])
+
+
 def relation_frame(spark: SparkSession, store: Store, desc: dict[str, Any]) -> DataFrame:
     """The data of a stored relation (hidden columns dropped)."""
-    df = spark.read.parquet(store.resolve(desc["dir"]))
-    return df.select(*[c for c in df.columns if not is_hidden(c)])
+    return _visible_parquet(spark, store.resolve(desc["dir"]))
 
 
 @dataclass(frozen=True)
@@ -111,19 +115,17 @@ class StoredRelation:
     path: str
 
     def frame(self, spark: SparkSession) -> DataFrame:
-        df = spark.read.parquet(self.path)
-        return df.select(*[c for c in df.columns if not is_hidden(c)])
+        return _visible_parquet(spark, self.path)
 
 
-def _write_base(spark: SparkSession, df: Any, path: str) -> Any:
-    """Write a workflow input or initial state relation; returns it as a DataFrame."""
+def _write_base(df: Any, path: str) -> None:
+    """Write a workflow input or initial state relation (a :class:`StoredRelation` is copied)."""
     if isinstance(df, StoredRelation):
         if os.path.exists(path):
             raise StoreError(f"{path} already exists")
         shutil.copytree(df.path, path, ignore=shutil.ignore_patterns(".*.crc"))
-        return df.frame(spark)
-    df.write.mode("errorifexists").parquet(path)
-    return df
+    else:
+        df.write.mode("errorifexists").parquet(path)
 
 
 @dataclass
@@ -234,7 +236,7 @@ class Executor:
                 df = given.get(rname) if rname in given else self.spark.createDataFrame([], rel.ddl)
                 check_schema(module, rel, df.frame(self.spark) if isinstance(df, StoredRelation) else df)
                 rel_dir = f"initial/{mname}/{rname}"
-                _write_base(self.spark, df, os.path.join(self.store.root, rel_dir))
+                _write_base(df, os.path.join(self.store.root, rel_dir))
                 self.builder.context = {"module": mname}
                 state[mname][rname] = self._token_relation(rel, rel_dir, None)
         self.builder.context = {}
@@ -274,7 +276,7 @@ class Executor:
                         df = inputs[node_id][rname]
                         check_schema(module, rel, df.frame(self.spark) if isinstance(df, StoredRelation) else df)
                         rel_dir = f"{edir}/inputs/{node_id}/{rname}"
-                        _write_base(self.spark, df, self.store.resolve(rel_dir))
+                        _write_base(df, self.store.resolve(rel_dir))
                         frames[rname] = self._read(inv, rel, self._token_relation(rel, rel_dir), "i")
                 else:
                     for e in self.workflow.inputs_of(node_id):
