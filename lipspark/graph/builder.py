@@ -35,17 +35,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lipspark.errors import AnnotationError
+from lipspark.vocabulary.ids import ROW_BITS, SEGMENT_SHIFT
+from lipspark.vocabulary.segments import FORMAT_VERSION
 
 __all__ = ["Segment", "GraphBuilder", "SEGMENT_SHIFT", "FORMAT_VERSION", "BASE_ID", "ROW_BITS", "node_hash", "aggregate_salt", "aggregate_node_id"]
 
-#: Node ids of base tokens and implied nodes are ``segment << SEGMENT_SHIFT | ordinal``.
-SEGMENT_SHIFT = 40
-#: Base token ids are ``segment << SEGMENT_SHIFT | part << ROW_BITS | row``.
-ROW_BITS = 28
 #: Column holding the token id in a base segment's table (never clashes with user columns).
 BASE_ID = "__lp_id"
-#: Version of the on-disk layout written by :meth:`GraphBuilder.write`.
-FORMAT_VERSION = 1
 
 
 @dataclass

@@ -6,7 +6,7 @@ from lipspark.workflow.execution import Executor
 from lipspark.workflow.materialize import materialize
 from lipspark.workflow.module import Module, Relation
 from lipspark.workflow.run import RunSummary, run
-from lipspark.workflow.store import Store
+from lipspark.store import Store
 from lipspark.workflow.workflow import Workflow
 
 __all__ = ["Executor", "Module", "Relation", "RunSummary", "Store", "Workflow", "WorkflowDefinition", "load_definition", "materialize", "run"]

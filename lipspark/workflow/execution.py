@@ -33,7 +33,7 @@ from lipspark.frame import AnnotatedFrame
 from lipspark.graph.builder import ROW_BITS, SEGMENT_SHIFT, GraphBuilder
 from lipspark.tracker import Tracker
 from lipspark.workflow.module import Module, Relation
-from lipspark.workflow.store import Store
+from lipspark.store import Store
 from lipspark.workflow.workflow import Workflow
 
 __all__ = ["Executor", "StoredRelation", "relation_frame"]

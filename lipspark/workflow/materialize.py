@@ -27,7 +27,7 @@ import os
 from typing import Any, Callable
 
 from lipspark.errors import StoreError
-from lipspark.workflow.store import Store
+from lipspark.store import Store
 
 __all__ = ["materialize", "graph_store", "PROVENANCE_DIR"]
 

@@ -15,7 +15,7 @@ from typing import Any
 from lipspark.errors import StoreError
 from lipspark.workflow.definition import WorkflowDefinition, load_definition
 from lipspark.workflow.execution import Executor, relation_frame
-from lipspark.workflow.store import Store
+from lipspark.store import Store
 
 __all__ = ["RunSummary", "run"]
 

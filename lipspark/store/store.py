@@ -23,7 +23,7 @@ import shutil
 from typing import Any
 
 from lipspark.errors import StoreError
-from lipspark.graph.load import read_json
+from lipspark.store.manifest import read_json
 
 __all__ = ["Store", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES"]
 

@@ -1,0 +1,9 @@
+"""The provenance store on disk: workflow stores (``store.json``) and graph directories
+(``manifest.json`` + Parquet tables). Reading and writing JSON and files only: no Spark, no
+graph expansion (that is :mod:`lipspark.graph`)."""
+from __future__ import annotations
+
+from lipspark.store.manifest import read_json, read_manifest, read_segments
+from lipspark.store.store import CAPTURE_MODES, STORE_FORMAT, STORE_VERSION, Store
+
+__all__ = ["Store", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES", "read_json", "read_manifest", "read_segments"]

@@ -1,0 +1,34 @@
+"""The paper's vocabulary, shared by every layer: operators, node ids, segment records and
+aggregate semantics. Pure Python (numpy only): it imports nothing else of lipspark but
+:mod:`lipspark.errors`, and never pyspark (the Spark forms of the id layout import it when
+called).
+
+>>> from lipspark.vocabulary import Op, aggregate
+>>> Op.parse("⊗").name, aggregate(Op.COUNT, [None, 1, 2])
+('TENSOR', 2)
+"""
+from __future__ import annotations
+
+from lipspark.vocabulary.aggregates import SPARK_AGGREGATES, aggregate, aggregate_op, is_null
+from lipspark.vocabulary.ops import AGGREGATE_OPS, BOUNDARY_OPS, Op
+from lipspark.vocabulary.segments import (
+    BOUNDARY_ROLES,
+    FORMAT_VERSION,
+    AggregateSpec,
+    BaseSegment,
+    BoundarySegment,
+    Context,
+    FileRef,
+    GroupSegment,
+    InvocationSegment,
+    PScheme,
+    RelationDescriptor,
+    RowNodeSegment,
+    Segment,
+)
+
+__all__ = [
+    "Op", "AGGREGATE_OPS", "BOUNDARY_OPS", "aggregate", "aggregate_op", "is_null", "SPARK_AGGREGATES",
+    "FORMAT_VERSION", "BOUNDARY_ROLES", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
+    "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
+]

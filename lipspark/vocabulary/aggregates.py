@@ -1,0 +1,73 @@
+"""The one definition of what an aggregate computes over its members (Spark's semantics).
+
+Capture (Spark computes the value), expansion (the aggregate v-node's recorded value),
+deletion propagation (the what-if value) and the semirings (``Σ kᵢ ⊗ vᵢ``) all call
+:func:`aggregate`, so they cannot disagree:
+
+* a member whose argument is null (``None``) does not take part — it has no ⊗ node, and
+  ``count(col)`` does not count it; ``count(*)`` / ``count(lit)`` pairs every member with 1;
+* Count is the number (weighted: the multiplicities) of non-null values, 0 over none;
+* Sum, Min, Max and Avg are over the non-null values and null (``None``) over none;
+* NaN is a value, not a null, as in Spark: Sum and Avg with a NaN are NaN, Max with a NaN is
+  NaN (Spark orders NaN above every number), Min is NaN only when every value is NaN.
+
+>>> aggregate("Count", [None, 1, 2]), aggregate(Op.SUM, [None, 1, 2]), aggregate("Avg", [])
+(2, 3, None)
+>>> aggregate("Sum", [3, 4], weights=[2, 1]), aggregate("Min", [float("nan"), 2.0])
+(10, 2.0)
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+from lipspark.errors import LipsparkError
+from lipspark.vocabulary.ops import AGGREGATE_OPS, Op
+
+__all__ = ["aggregate", "aggregate_op", "is_null", "SPARK_AGGREGATES"]
+
+#: Spark's aggregate function classes the rewrite supports, and their operator.
+SPARK_AGGREGATES = {"Count": Op.COUNT, "Sum": Op.SUM, "Min": Op.MIN, "Max": Op.MAX, "Average": Op.AVG}
+
+
+def is_null(v: Any) -> bool:
+    """SQL null: ``None`` or pandas' ``NA`` (never NaN, which is a value)."""
+    return v is None or type(v).__name__ == "NAType"
+
+
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
+def aggregate_op(op: "Op | str") -> Op:
+    """The aggregate operator named by ``op`` (``Op.SUM``, ``"Sum"``, ``"sum"``).
+
+    >>> aggregate_op("avg")
+    <Op.AVG: 16>
+    """
+    found = Op.parse(op) if not isinstance(op, Op) else op
+    if found not in AGGREGATE_OPS:
+        raise LipsparkError(f"expected an aggregate operator (Count, Sum, Min, Max, Avg), found {op!r}")
+    return found
+
+
+def aggregate(op: "Op | str", values: Sequence[Any], weights: Sequence[int] | None = None) -> Any:
+    """The value of aggregate ``op`` over member ``values`` with multiplicities ``weights``
+    (default 1 each; a member of weight 0 does not take part)."""
+    agg = aggregate_op(op)
+    ws = list(weights) if weights is not None else [1] * len(values)
+    present = [(v, w) for v, w in zip(values, ws) if not is_null(v) and w > 0]
+    if agg is Op.COUNT:
+        return int(sum(w for _, w in present))
+    if not present:
+        return None
+    if agg is Op.SUM:
+        return sum(v * w for v, w in present)
+    if agg is Op.AVG:
+        return float(sum(v * w for v, w in present)) / sum(w for _, w in present)
+    vals = [v for v, _ in present]
+    nans = [v for v in vals if _is_nan(v)]
+    numbers = [v for v in vals if not _is_nan(v)]
+    if agg is Op.MAX:
+        return nans[0] if nans else max(numbers)
+    return min(numbers) if numbers else nans[0]

@@ -1,0 +1,118 @@
+"""The paper's operators as a type: what a node of the provenance graph computes.
+
+Every node of the graph carries an :class:`Op` in its own column; its label is for display
+only (a black box may be called ``"Max"`` and is still a black box). The operators are those of
+Lipstick §2.3 and §3.1:
+
+=============  ====  =====================================================================
+operator       kind  meaning
+=============  ====  =====================================================================
+TOKEN          p     a base tuple (``Cars:C2``); a leaf
+INVOCATION     p     a module invocation, the token ``M_<module>[<execution>]``; a leaf
+TIMES          p     · : joint use of its children
+PLUS           p     + : alternative use of its children
+DELTA          p     δ : duplicate elimination / group-by over its children
+BLACK_BOX      p, v  a function the rewrite cannot see into (relation- or value-level)
+INPUT          p, v  a module input: · of the tuple's node and the invocation (v: its value)
+STATE          p, v  a state tuple read by an invocation (likewise)
+OUTPUT         p, v  a module output (likewise)
+ZOOM           p     a zoomed-out invocation (ZoomOut, Definition 4.1): a black box
+TENSOR         v     ⊗ : a member's p-node paired with its value, inside an aggregate
+COUNT … AVG    v     an aggregate Σ pᵢ ⊗ vᵢ over its ⊗ children
+CONSTANT       v     a value without provenance of its own (a member's value); a leaf
+=============  ====  =====================================================================
+
+>>> Op.DELTA.label, Op.parse("delta") is Op.DELTA, Op.parse("δ") is Op.DELTA
+('δ', True, True)
+>>> Op.SUM.is_aggregate, Op.TENSOR.conjunctive, Op.PLUS.conjunctive
+(True, True, False)
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+from lipspark.errors import LipsparkError
+
+__all__ = ["Op", "AGGREGATE_OPS", "BOUNDARY_OPS"]
+
+
+class Op(IntEnum):
+    """What a node computes (stored as a small integer in the node table's ``op`` column)."""
+
+    TOKEN = 1
+    INVOCATION = 2
+    TIMES = 3
+    PLUS = 4
+    DELTA = 5
+    BLACK_BOX = 6
+    INPUT = 7
+    STATE = 8
+    OUTPUT = 9
+    ZOOM = 10
+    TENSOR = 11
+    COUNT = 12
+    SUM = 13
+    MIN = 14
+    MAX = 15
+    AVG = 16
+    CONSTANT = 17
+
+    @property
+    def label(self) -> str:
+        """The paper's symbol for this operator (the default display label of its nodes)."""
+        return _LABELS[self]
+
+    @property
+    def is_aggregate(self) -> bool:
+        """Count, Sum, Min, Max or Avg."""
+        return self in AGGREGATE_OPS
+
+    @property
+    def is_boundary(self) -> bool:
+        """A module input, state or output node (Lipstick §3.1)."""
+        return self in BOUNDARY_OPS
+
+    @property
+    def is_leaf(self) -> bool:
+        """Tokens, invocations and constants have no children."""
+        return self in (Op.TOKEN, Op.INVOCATION, Op.CONSTANT)
+
+    @property
+    def conjunctive(self) -> bool:
+        """Whether the node needs *all* of its children (·, ⊗ and the boundary nodes, which are
+        products with the invocation): Definition 4.2 removes it when it loses any one."""
+        return self in (Op.TIMES, Op.TENSOR, Op.INPUT, Op.STATE, Op.OUTPUT)
+
+    @classmethod
+    def parse(cls, text: "str | int | Op") -> "Op":
+        """The operator named by ``text``: its name (any case), its symbol, or its number.
+
+        >>> Op.parse("count"), Op.parse("⊗"), Op.parse(3)
+        (<Op.COUNT: 12>, <Op.TENSOR: 11>, <Op.TIMES: 3>)
+        """
+        if isinstance(text, Op):
+            return text
+        if isinstance(text, int):
+            try:
+                return cls(text)
+            except ValueError as err:
+                raise LipsparkError(f"unknown operator code {text}; expected 1..{len(cls)}") from err
+        found = _BY_TEXT.get(str(text).lower())
+        if found is None:
+            raise LipsparkError(
+                f"unknown operator {text!r}; expected one of {', '.join(o.name.lower() for o in cls)} (or ·, +, δ, ⊗)"
+            )
+        return found
+
+
+AGGREGATE_OPS = frozenset({Op.COUNT, Op.SUM, Op.MIN, Op.MAX, Op.AVG})
+BOUNDARY_OPS = frozenset({Op.INPUT, Op.STATE, Op.OUTPUT})
+
+_LABELS = {
+    Op.TOKEN: "token", Op.INVOCATION: "invocation", Op.TIMES: "·", Op.PLUS: "+", Op.DELTA: "δ",
+    Op.BLACK_BOX: "black box", Op.INPUT: "·", Op.STATE: "·", Op.OUTPUT: "·", Op.ZOOM: "zoom",
+    Op.TENSOR: "⊗", Op.COUNT: "Count", Op.SUM: "Sum", Op.MIN: "Min", Op.MAX: "Max", Op.AVG: "Avg",
+    Op.CONSTANT: "constant",
+}
+_BY_TEXT = {o.name.lower(): o for o in Op}
+_BY_TEXT.update({"·": Op.TIMES, "+": Op.PLUS, "δ": Op.DELTA, "⊗": Op.TENSOR, "black_box": Op.BLACK_BOX})

@@ -1,0 +1,363 @@
+"""What capture writes and every reader reads: typed, versioned descriptions of segments.
+
+A *segment* is one operation's nodes in compact form (see docs/graph-format.md). Capture
+(:mod:`lipspark.capture`) and the executor create these records, the store keeps them as JSON
+(``manifest.json`` of each graph, ``store.json`` for stored relations), and expansion
+(:mod:`lipspark.graph.expand`), graph statistics and the test generator read them back —
+always through :meth:`Segment.from_json` / :meth:`Segment.to_json`, never as raw dicts.
+
+=============  ===============================================  ======================
+kind           nodes                                            tables
+=============  ===============================================  ======================
+base           one token per base tuple                         ``tuples`` (when the
+                                                                relation has no files)
+group          δ (or relation-level black box) per group, ·      ``members``
+               member nodes, aggregate v-nodes with ⊗ members
+rownode        one value-level black-box v-node per row          ``nodes``
+invocation     the module invocation's node                     —
+boundary       module input/state/output nodes of a stored       — (read from the
+               relation (and v-nodes of its value columns)       relation's files)
+=============  ===============================================  ======================
+
+>>> s = GroupSegment(7, Context(module="m"), op=Op.DELTA, label="δ", k=1,
+...                  aggregates=(AggregateSpec(Op.COUNT, None, "n"),))
+>>> Segment.from_json(s.to_json()) == s
+True
+>>> s.to_json()["meta"]["aggregates"]
+[{'op': 'Count', 'arg': None, 'column': 'n'}]
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+from lipspark.errors import StoreError
+from lipspark.vocabulary.ops import Op
+
+__all__ = [
+    "FORMAT_VERSION", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
+    "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
+    "BOUNDARY_ROLES",
+]
+
+#: Version of the graph layout (manifest ``version``); readers refuse other versions.
+FORMAT_VERSION = 1
+#: A boundary segment's role: module input, state read, output, state written (the · node
+#: over a new state tuple's factors, when it has several) and an output value column.
+BOUNDARY_ROLES = ("i", "s", "o", "collapse", "vo")
+_CONTEXT = ("module", "node", "execution", "invocation")
+
+
+def _require(d: Mapping[str, Any], key: str, what: str) -> Any:
+    if key not in d:
+        raise StoreError(f"{what} lacks {key!r}; the graph or store is corrupt or from another lipspark version")
+    return d[key]
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A Parquet file a graph refers to, with what it looked like when captured."""
+
+    path: str
+    size: int
+    mtime_ns: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "size": self.size, "mtime_ns": self.mtime_ns}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "FileRef":
+        return cls(str(_require(d, "path", "a file reference")), int(d["size"]), int(d["mtime_ns"]))
+
+
+@dataclass(frozen=True)
+class PScheme:
+    """How the p-node of each row of a stored relation is found.
+
+    ``token``: the row is a base tuple, its token is ``positional(seg, row position)``;
+    ``output``: the row's output node is ``positional(seg, position)``;
+    ``collapse``: the member rule over the row's ``k`` stored factors, with
+    ``positional(seg, position)`` as the · node when several are non-zero.
+    """
+
+    kind: str
+    seg: int
+    k: int = 1
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind, "seg": self.seg}
+        if self.kind != "token":
+            out["k"] = self.k
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "PScheme":
+        kind = str(_require(d, "kind", "a stored relation's p-node scheme"))
+        if kind not in ("token", "output", "collapse"):
+            raise StoreError(f"unknown p-node scheme {kind!r}; expected token, output or collapse")
+        return cls(kind, int(d["seg"]), int(d.get("k", 1)))
+
+
+@dataclass(frozen=True)
+class RelationDescriptor:
+    """A relation stored as Parquet in a workflow store (an input, output or state).
+
+    ``values`` maps a value column to the segment of its stored v-nodes (``None``: the stored
+    v-node ids are used as they are); ``bags`` names nested-bag columns; ``p`` is the p-node
+    scheme, absent without provenance.
+    """
+
+    dir: str
+    files: tuple[FileRef, ...]
+    values: Mapping[str, "int | None"] = field(default_factory=dict)
+    bags: tuple[str, ...] = ()
+    p: PScheme | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"dir": self.dir, "files": [f.to_json() for f in self.files],
+                               "values": dict(self.values), "bags": list(self.bags)}
+        if self.p is not None:
+            out["p"] = self.p.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "RelationDescriptor":
+        return cls(
+            str(_require(d, "dir", "a stored relation")),
+            tuple(FileRef.from_json(f) for f in d.get("files", [])),
+            {str(k): (None if v is None else int(v)) for k, v in d.get("values", {}).items()},
+            tuple(d.get("bags", [])),
+            PScheme.from_json(d["p"]) if d.get("p") is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where a segment was recorded: the module, workflow node, execution and invocation node
+    id (all ``None`` outside a workflow). Set explicitly by whoever records (the executor gives
+    each invocation a tracker with its context), never ambient."""
+
+    module: str | None = None
+    node: str | None = None
+    execution: int | None = None
+    invocation: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in _CONTEXT if getattr(self, k) is not None}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Context":
+        return cls(d.get("module"), d.get("node"),
+                   None if d.get("execution") is None else int(d["execution"]),
+                   None if d.get("invocation") is None else int(d["invocation"]))
+
+
+@dataclass(frozen=True)
+class AggregateSpec:
+    """One aggregate of a group segment: its operator, the index of its argument column
+    ``x<arg>`` in the members table (``None``: a constant argument, ``count(*)``), the output
+    column, and the members-table column holding the argument's own v-node, if it has one."""
+
+    op: Op
+    arg: int | None
+    column: str
+    vnode: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.op.label, "arg": self.arg, "column": self.column}
+        if self.vnode is not None:
+            out["vnode"] = self.vnode
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "AggregateSpec":
+        op = Op.parse(str(_require(d, "op", "an aggregate")))
+        if not op.is_aggregate:
+            raise StoreError(f"aggregate operator {d['op']!r} is not one of Count, Sum, Min, Max, Avg")
+        return cls(op, None if d.get("arg") is None else int(d["arg"]), str(d.get("column", "")), d.get("vnode"))
+
+
+@dataclass(frozen=True)
+class Segment(ABC):
+    """Base class: the segment number and the context it was recorded in."""
+
+    seg: int
+    context: Context
+
+    kind: ClassVar[str] = ""
+    #: the tables a segment of this kind may carry
+    tables: ClassVar[tuple[str, ...]] = ()
+
+    @abstractmethod
+    def _meta(self) -> dict[str, Any]:
+        """The kind's own fields, as stored in the manifest's ``meta``."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest entry: ``{"seg", "kind", "meta"}`` (the context merged into meta)."""
+        return {"seg": self.seg, "kind": self.kind, "meta": {**self.context.to_json(), **self._meta()}}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "Segment":
+        """Read a manifest entry (its ``tables`` entry, if any, is the reader's business)."""
+        kind = _require(d, "kind", "a graph segment")
+        cls = _KINDS.get(kind)
+        if cls is None:
+            raise StoreError(f"unknown segment kind {kind!r} in segment {d.get('seg')}; written by a newer lipspark?")
+        meta = d.get("meta", {})
+        return cls._from_meta(int(_require(d, "seg", "a graph segment")), Context.from_json(meta), meta)
+
+    @classmethod
+    @abstractmethod
+    def _from_meta(cls, seg: int, context: Context, meta: Mapping[str, Any]) -> "Segment":
+        """Build the kind from a manifest's ``meta``."""
+
+
+@dataclass(frozen=True)
+class BaseSegment(Segment):
+    """Base tuples of a relation: tokens labelled ``relation:key values``. With ``files`` the
+    tuples are read from those Parquet files (token ordinal = file, row); otherwise from the
+    segment's ``tuples`` table (column ``__lp_id`` and the ``columns``). ``type`` is ``"i"`` for
+    workflow inputs, ``None`` for a module's initial state and for plain base relations."""
+
+    relation: str = ""
+    key: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+    files: tuple[FileRef, ...] | None = None
+    type: str | None = None
+
+    kind: ClassVar[str] = "base"
+    tables: ClassVar[tuple[str, ...]] = ("tuples",)
+
+    def _meta(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"relation": self.relation, "key": list(self.key), "columns": list(self.columns)}
+        if self.files is not None:
+            out["files"] = [f.to_json() for f in self.files]
+        if self.type is not None:
+            out["type"] = self.type
+        return out
+
+    @classmethod
+    def _from_meta(cls, seg: int, context: Context, meta: Mapping[str, Any]) -> "BaseSegment":
+        files = meta.get("files")
+        return cls(seg, context, str(_require(meta, "relation", "a base segment")), tuple(meta.get("key", [])),
+                   tuple(meta.get("columns", [])), tuple(FileRef.from_json(f) for f in files) if files is not None else None,
+                   meta.get("type"))
+
+
+@dataclass(frozen=True)
+class GroupSegment(Segment):
+    """A pipeline breaker: per group one node of operator ``op`` (δ, or a relation-level black
+    box labelled ``label``) with an edge from each member; members with ``k > 1`` factors are
+    · nodes over them (the member rule); per aggregate one v-node per group with a ⊗ per member
+    whose argument is not null. ``group`` is the static δ id of a keyless aggregate (it has one
+    group even over no rows)."""
+
+    op: Op = Op.DELTA
+    label: str = "δ"
+    k: int = 1
+    aggregates: tuple[AggregateSpec, ...] = ()
+    group: int | None = None
+
+    kind: ClassVar[str] = "group"
+    tables: ClassVar[tuple[str, ...]] = ("members",)
+
+    def __post_init__(self) -> None:
+        if self.op not in (Op.DELTA, Op.BLACK_BOX):
+            raise StoreError(f"a group segment's operator is delta or black_box, found {self.op.name.lower()}")
+
+    def _meta(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.op.name.lower(), "label": self.label, "k": self.k,
+                               "aggregates": [a.to_json() for a in self.aggregates]}
+        if self.group is not None:
+            out["group"] = self.group
+        return out
+
+    @classmethod
+    def _from_meta(cls, seg: int, context: Context, meta: Mapping[str, Any]) -> "GroupSegment":
+        label = str(_require(meta, "label", "a group segment"))
+        # graphs written before the operator had its own field: δ was labelled δ, anything else
+        # was a relation-level black box (names are identifiers, and "δ" is reserved for δ)
+        op = Op.parse(meta["op"]) if "op" in meta else (Op.DELTA if label == "δ" else Op.BLACK_BOX)
+        return cls(seg, context, op, label, int(meta.get("k", 1)),
+                   tuple(AggregateSpec.from_json(a) for a in meta.get("aggregates", [])),
+                   None if meta.get("group") is None else int(meta["group"]))
+
+
+@dataclass(frozen=True)
+class RowNodeSegment(Segment):
+    """Value-level black-box v-nodes, one per row: table ``nodes`` with ``id``, ``children``
+    (the row's p-node, its argument v-nodes and bag members) and ``value`` (JSON)."""
+
+    label: str = ""
+    op: Op = Op.BLACK_BOX
+
+    kind: ClassVar[str] = "rownode"
+    tables: ClassVar[tuple[str, ...]] = ("nodes",)
+
+    def _meta(self) -> dict[str, Any]:
+        return {"op": self.op.name.lower(), "label": self.label, "kind": "v"}
+
+    @classmethod
+    def _from_meta(cls, seg: int, context: Context, meta: Mapping[str, Any]) -> "RowNodeSegment":
+        return cls(seg, context, str(_require(meta, "label", "a row-node segment")), Op.parse(meta.get("op", "black_box")))
+
+
+@dataclass(frozen=True)
+class InvocationSegment(Segment):
+    """A module invocation: one p-node ``positional(seg, 0)`` labelled with the module."""
+
+    label: str = ""
+
+    kind: ClassVar[str] = "invocation"
+
+    def _meta(self) -> dict[str, Any]:
+        return {"type": "m", "label": self.label}
+
+    @classmethod
+    def _from_meta(cls, seg: int, context: Context, meta: Mapping[str, Any]) -> "InvocationSegment":
+        return cls(seg, context, str(_require(meta, "label", "an invocation segment")))
+
+
+@dataclass(frozen=True)
+class BoundarySegment(Segment):
+    """Nodes of a stored relation at a module boundary, derived from its files: per row an
+    input (``i``), state (``s``) or output (``o``) node, a · node over a new state tuple's
+    factors (``collapse``), or, with ``column``, the v-node of that column's value
+    (roles ``i``/``s``/``vo``)."""
+
+    role: str = "i"
+    relation: str = ""
+    source: RelationDescriptor = field(default_factory=lambda: RelationDescriptor("", ()))
+    invocation: int = 0
+    column: str | None = None
+
+    kind: ClassVar[str] = "boundary"
+
+    def __post_init__(self) -> None:
+        if self.role not in BOUNDARY_ROLES:
+            raise StoreError(f"unknown boundary role {self.role!r}; expected one of {', '.join(BOUNDARY_ROLES)}")
+
+    @property
+    def op(self) -> Op:
+        """The operator of the nodes this segment makes."""
+        if self.role == "collapse":
+            return Op.TIMES
+        return {"i": Op.INPUT, "s": Op.STATE}.get(self.role, Op.OUTPUT)
+
+    def _meta(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.role, "label": "·", "relation": self.relation,
+                               "source": self.source.to_json(), "invocation": self.invocation}
+        if self.column is not None:
+            out["column"] = self.column
+        return out
+
+    @classmethod
+    def _from_meta(cls, seg: int, context: Context, meta: Mapping[str, Any]) -> "BoundarySegment":
+        return cls(seg, context, str(_require(meta, "type", "a boundary segment")), str(meta.get("relation", "")),
+                   RelationDescriptor.from_json(_require(meta, "source", "a boundary segment")),
+                   int(_require(meta, "invocation", "a boundary segment")), meta.get("column"))
+
+
+_KINDS: dict[str, type[Segment]] = {c.kind: c for c in (BaseSegment, GroupSegment, RowNodeSegment, InvocationSegment, BoundarySegment)}
+
