@@ -16,6 +16,7 @@ check-java:
 	@$(PY) scripts/check_java.py
 
 test: check-java $(STAMP)
+	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q
 
 demo: check-java $(STAMP)
