@@ -51,7 +51,7 @@ from lipspark.vocabulary import (
 )
 from lipspark.vocabulary.ids import aggregate_ids, file_position, member_ids, member_value_ids, positional, tensor_ids
 
-__all__ = ["expand_segments", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
+__all__ = ["expand_segments", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
 
 #: The columns of an expanded node table, in order.
 NODE_COLUMNS = ["id", "kind", "op", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
@@ -85,7 +85,8 @@ def _py(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def _local(path: str, root: str | None) -> str:
+def local_path(path: str, root: str | None) -> str:
+    """A file path of a graph as a local path (``file:`` URIs stripped), relative ones under ``root``."""
     path = re.sub(r"^file:/+", "/", path)
     return path if os.path.isabs(path) or root is None else os.path.join(root, path)
 
@@ -104,7 +105,7 @@ def _read_files(files: Sequence[FileRef], columns: list[str], what: str, root: s
     """Rows of ``files`` (checked unchanged) with ``__pos``, the row's ordinal (file, row)."""
     parts = []
     for i, f in enumerate(files):
-        path = _local(f.path, root)
+        path = local_path(f.path, root)
         try:
             st = os.stat(path)
         except OSError as err:
@@ -306,7 +307,7 @@ def _boundary_rows(s: BoundarySegment, root: str | None) -> tuple[pd.DataFrame, 
         cols += [value_col(s.column), s.column]
     data_cols: list[str] = []
     if desc.files and s.role in ("i", "s", "o") and s.column is None:
-        schema = pq.read_schema(_local(desc.files[0].path, root))
+        schema = pq.read_schema(local_path(desc.files[0].path, root))
         data_cols = [c for c in schema.names if not c.startswith(PREFIX)]
     df = _read_files(desc.files, [*cols, *[c for c in data_cols if c not in cols]], f"relation {s.relation!r}", root)
     return df, data_cols
