@@ -264,7 +264,8 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
 def _rownode(s: RowNodeSegment, tables: Tables) -> Nodes:
     """Value-level black-box v-nodes, one per distinct id, with their children's edges."""
     df = tables["nodes"].to_pandas().drop_duplicates("id").sort_values("id", kind="stable")
-    values = [json.loads(v)["v"] if v is not None else None for v in df["value"]]
+    # the value as JSON {"v": ...}; Spark's to_json leaves a null field out: {} is a null result
+    values = [json.loads(v).get("v") if v is not None else None for v in df["value"]]
     nodes = _nodes(df["id"].to_numpy(), "v", s.op, s.label, s.seg, values)
     src, dst = [], []
     for nid, kids in zip(df["id"].tolist(), df["children"]):
