@@ -114,7 +114,7 @@ def _selection(graph: GraphIndex, positions: Any) -> np.ndarray:
 def _column(graph: GraphIndex, name: str, sel: np.ndarray) -> list[Any]:
     """Plain Python values of a node column at ``sel`` (missing: None)."""
     col = graph.nodes[name].iloc[sel].astype(object)
-    out = []
+    out: list[Any] = []
     for v in col.tolist():
         if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
             out.append(None)
@@ -331,9 +331,9 @@ def write_prov(graph: GraphIndex, path: str | os.PathLike[str], format: Literal[
     if format not in ("json", "provn"):
         raise LipsparkError(f"unknown PROV format {format!r}; use 'json' (PROV-JSON) or 'provn' (PROV-N)")
     doc = to_prov(graph, positions, max_nodes=max_nodes)
-    text = doc.serialize(format="json") if format == "json" else doc.get_provn()
+    text = str(doc.serialize(format="json") if format == "json" else doc.get_provn())
     with atomic_open(path, "w") as fh:
         fh.write(text)
         if not text.endswith("\n"):
             fh.write("\n")
-    return len(doc.get_records())
+    return len(list(doc.get_records()))

@@ -321,7 +321,7 @@ class Session:
         on = np.unique(np.concatenate([self._resolve(s) for s in stmt.on]))
         removed = propagate(self.view, on)
         rows = [{"node": int(self.view.ids[p]), "label": self.view.label(p), "depends": bool(removed[p])} for p in targets.tolist()]
-        n = sum(r["depends"] for r in rows)
+        n = int(removed[targets].sum())
         return Result(str(stmt), "depends", rows=rows, summary=f"{n} of {len(rows)} node(s) depend on it", columns=["node", "label", "depends"])
 
     def _polynomial(self, stmt: ast.Polynomial) -> Result:
