@@ -291,12 +291,12 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
                         rec.edge(mem, g)
                     n_aggs = rng.randint(1, 2)
                     for j in range(n_aggs):
-                        agg_op = rng.choice(AGG_OPS)
+                        agg_op = rng.choice(sorted(AGGREGATE_OPS))
                         # a member's value: a new constant, or (not for Count) the argument's own v-node
-                        own = [rng.choice(pool_v) if agg_op != "Count" and pool_v and rng.random() < 0.3 else None for _ in members]
-                        vals = [1 if agg_op == "Count" else values[o] if o is not None else rng.choice([rng.randint(-3, 12), rng.randint(0, 9) + 0.5])
+                        own = [rng.choice(pool_v) if agg_op is not Op.COUNT and pool_v and rng.random() < 0.3 else None for _ in members]
+                        vals = [1 if agg_op is Op.COUNT else values[o] if o is not None else rng.choice([rng.randint(-3, 12), rng.randint(0, 9) + 0.5])
                                 for o in own]
-                        a = rec.node(aggregate_ids(nid_p, j), "v", Op.parse(agg_op), agg_op, seg, value=aggregate(agg_op, vals))
+                        a = rec.node(aggregate_ids(nid_p, j), "v", agg_op, agg_op.label, seg, value=aggregate(agg_op, vals))
                         values[a] = aggregate(agg_op, vals)
                         for slot, (mem, v, o) in enumerate(zip(members, vals, own)):
                             t = rec.node(_tensor(seg, (slot * n_aggs + j)), "v", Op.TENSOR, "⊗", seg)
