@@ -2,7 +2,7 @@
 
 >>> import lipspark
 >>> sorted(n for n in lipspark.__all__ if n[0].isupper())
-['AnnotatedFrame', 'LipsparkError', 'ProvenanceGraph', 'Tracker', 'UnsupportedOperation']
+['AnnotatedFrame', 'GraphIndex', 'LipsparkError', 'Tracker', 'UnsupportedOperation']
 """
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from lipspark.blackbox import black_box
 from lipspark.errors import LipsparkError, UnsupportedOperation
 from lipspark.frame import AnnotatedFrame
 from lipspark.functions import cogroup
-from lipspark.graph.model import ProvenanceGraph
+from lipspark.graph.index import GraphIndex
 from lipspark.session import get_spark
 from lipspark.tracker import Tracker
 
 __all__ = [
     "AnnotatedFrame",
+    "GraphIndex",
     "LipsparkError",
-    "ProvenanceGraph",
     "Tracker",
     "UnsupportedOperation",
     "black_box",

@@ -22,7 +22,7 @@ from lipspark.frame import AnnotatedFrame
 from lipspark.graph.builder import BASE_ID, ROW_BITS as _ROW_BITS, SEGMENT_SHIFT, GraphBuilder
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lipspark.graph.model import ProvenanceGraph
+    from lipspark.graph.index import GraphIndex
 
 __all__ = ["Tracker"]
 
@@ -165,11 +165,11 @@ class Tracker:
             )
         return AnnotatedFrame(self, annotated, 1)
 
-    def graph(self) -> "ProvenanceGraph":
-        """Compute the recorded graph into memory (small graphs: tests, notebooks)."""
-        from lipspark.graph.model import ProvenanceGraph
+    def graph(self) -> "GraphIndex":
+        """Compute the recorded graph into memory, indexed (small graphs: tests, notebooks)."""
+        from lipspark.graph.index import GraphIndex
 
-        return ProvenanceGraph.from_segments(self.builder.collect())
+        return GraphIndex.from_segments(self.builder.collect())
 
     def write(self, path: str) -> dict:
         """Write the recorded graph as Parquet under ``path``; returns the manifest."""

@@ -20,24 +20,24 @@ def test_dealer_graph_matches_figure_2c(spark):
     (row,) = bids.collect_annotated()
     g = t.graph()
     c2, c3, b1 = g.token_id("Cars:C2"), g.token_id("Cars:C3"), g.token_id("Requests:B1")
-    assert g.find(label="Cars:C1") and not any(c == g.token_id("Cars:C1") for d in g.find(label="·") for c in g.children(d))
+    assert g.find(label="Cars:C1") and not any(c == g.token_id("Cars:C1") for d in g.find(label="·") for c in g.child_ids(d))
     # a · node per joined car (Cars ⋈ ReqModel)
     dots = g.find(label="·")
-    assert sorted(sorted(g.children(d)) for d in dots) == sorted([sorted([c2, b1]), sorted([c3, b1])])
+    assert sorted(sorted(g.child_ids(d)) for d in dots) == sorted([sorted([c2, b1]), sorted([c3, b1])])
     # δ for CarsByModel over the two joined cars
     count = g.find(label="Count")
     assert len(count) == 1
-    (delta_cbm,) = [d for d in g.find(label="δ") if sorted(g.children(d)) == sorted(dots)]
+    (delta_cbm,) = [d for d in g.find(label="δ") if sorted(g.child_ids(d)) == sorted(dots)]
     # a Count v-node with two ⊗ children, value 2
-    tensors = g.children(count[0])
+    tensors = g.child_ids(count[0])
     assert len(tensors) == 2 and all(g.node(x)["label"] == "⊗" for x in tensors)
     assert g.node(count[0])["value"] == 2
-    assert sorted(c for x in tensors for c in g.children(x) if g.node(c)["kind"] == "p") == sorted(dots)
+    assert sorted(c for x in tensors for c in g.child_ids(x) if g.node(c)["kind"] == "p") == sorted(dots)
     # δ for the cogroup, over the request and the NumCarsByModel tuple
     (cog,) = row.annotation.factors
-    assert g.node(cog)["label"] == "δ" and sorted(g.children(cog)) == sorted([b1, delta_cbm])
+    assert g.node(cog)["label"] == "δ" and sorted(g.child_ids(cog)) == sorted([b1, delta_cbm])
     # a calcBid black-box v-node feeding the bid's Amount, fed by the Count
     bb = row.annotation.values["Amount"]
     assert g.node(bb)["label"] == "calcBid" and g.node(bb)["kind"] == "v"
-    assert count[0] in g.children(bb) and cog in g.children(bb)
+    assert count[0] in g.child_ids(bb) and cog in g.child_ids(bb)
     assert str(g.polynomial(row.annotation)) == "δ(Requests:B1 + δ(Cars:C2·Requests:B1 + Cars:C3·Requests:B1))"

@@ -21,7 +21,8 @@ def _graph_signature(t, frame):
     g = t.graph()
     rows = sorted((tuple(r.row), r.annotation.factors, tuple(sorted(r.annotation.values.items()))) for r in frame.collect_annotated())
     nodes = sorted(zip(g.nodes["id"].tolist(), g.nodes["kind"].tolist(), g.nodes["label"].tolist()))
-    edges = sorted(zip(g.edges["src"].tolist(), g.edges["dst"].tolist()))
+    e = g.edge_frame()
+    edges = sorted(zip(e["src"].tolist(), e["dst"].tolist()))
     return rows, nodes, edges
 
 

@@ -10,7 +10,7 @@ Both write atomically and take an optional selection of node positions. See docs
 
 >>> import os, tempfile, pandas as pd
 >>> from lipspark.graph.index import GraphIndex
->>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "label": ["R:a", "δ"]}),
+>>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "op": ["token", "δ"], "label": ["R:a", "δ"]}),
 ...                      pd.DataFrame({"src": [1, 1], "dst": [2, 2]}))
 >>> d = tempfile.mkdtemp()
 >>> write_prov(g, os.path.join(d, "g.provn"), format="provn")

@@ -49,7 +49,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w") -> Iterator[IO[An
     except OSError as err:
         raise LipsparkError(f"cannot write {os.fspath(path)}: {err.strerror} ({directory}); does the directory exist and is it writable?") from err
     try:
-        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as fh:
+        with (os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding="utf-8")) as fh:
             yield fh
         # mkstemp creates the file 0600; give it the permissions a plain open() would have
         os.chmod(tmp, 0o666 & ~_umask())

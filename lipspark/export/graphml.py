@@ -1,8 +1,10 @@
 """A provenance graph as GraphML (for Gephi, yEd, Cytoscape, networkx, igraph ...).
 
 :func:`write_graphml` writes the graph of :meth:`GraphIndex.to_networkx` with
-``networkx.write_graphml``: node ids are the graph's node ids, every node attribute that is set is written (plus
-``operation``, the semiring operation of :func:`lipspark.export.prov.operations`), and the
+``networkx.write_graphml``: node ids are the graph's node ids, every node attribute that is set is
+written (``op``, the node's operator, by name: ``token``, ``times``, ``delta``, ``black_box``,
+``count`` …; plus ``operation``, the semiring operation of
+:func:`lipspark.export.prov.operations`), and the
 edge multiset is kept as parallel edges with ids ``e0, e1, …``. GraphML types each attribute
 once per key, so :func:`graphml_graph` makes every attribute typable first: an attribute whose
 values are all ``int`` is ``long``, all ``float`` (or ``int`` and ``float``) ``double``, all
@@ -11,15 +13,16 @@ dicts). Missing values are left out. Characters XML cannot carry become U+FFFD.
 
 >>> import os, tempfile, pandas as pd, networkx as nx
 >>> from lipspark.graph.index import GraphIndex
->>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3], "kind": ["p", "v", "v"], "label": ["R:a", "1", "⊗"],
+>>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3], "kind": ["p", "v", "v"], "op": ["token", "constant", "⊗"],
+...                                    "label": ["R:a", "1", "⊗"],
 ...                                    "value": pd.Series([None, 1, None], dtype=object)}),
 ...                      pd.DataFrame({"src": [1, 1, 2], "dst": [3, 3, 3]}))
 >>> path = os.path.join(tempfile.mkdtemp(), "g.graphml")
 >>> write_graphml(g, path)
 (3, 3)
 >>> back = nx.read_graphml(path, node_type=int)
->>> back.number_of_edges(1, 3), back.nodes[2]["value"], back.nodes[3]["operation"]
-(2, 1, 'tensor')
+>>> back.number_of_edges(1, 3), back.nodes[2]["value"], back.nodes[3]["operation"], back.nodes[3]["op"]
+(2, 1, 'tensor', 'tensor')
 """
 from __future__ import annotations
 
@@ -34,6 +37,7 @@ import numpy as np
 from lipspark.export._files import atomic_open, check_size
 from lipspark.export.prov import _column, _selection, operations
 from lipspark.graph.index import GraphIndex
+from lipspark.vocabulary import Op
 
 __all__ = ["graphml_graph", "write_graphml"]
 
@@ -98,7 +102,7 @@ def graphml_graph(graph: GraphIndex, positions: Any = None) -> Any:
     Examples
     --------
     >>> import pandas as pd
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "v", "label": ["x", "y"], "value": [1, "a"]}),
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "v", "op": "constant", "label": ["x", "y"], "value": [1, "a"]}),
     ...                      pd.DataFrame({"src": [1], "dst": [2]}))
     >>> h = graphml_graph(g)
     >>> h.nodes[1]["value"], h.nodes[2]["value"], list(h.edges(keys=True))
@@ -112,8 +116,9 @@ def graphml_graph(graph: GraphIndex, positions: Any = None) -> Any:
     # row at a time: ~20 s for 200,000 nodes)
     per_attr: dict[str, dict[Any, Any]] = {}
     for c in graph.nodes.columns:
-        if c != "id":
+        if c not in ("id", "op"):
             per_attr[c] = {node: v for node, v in zip(ids, _column(graph, c, sel)) if v is not None}
+    per_attr["op"] = {node: Op(int(code)).name.lower() for node, code in zip(ids, graph.op[sel].tolist())}
     per_attr["operation"] = {node: op for node, op in zip(ids, operations(graph, sel)) if op is not None}
     typed = _typed({k: v for k, v in per_attr.items() if v})
     out = nx.MultiDiGraph()
@@ -150,7 +155,7 @@ def write_graphml(graph: GraphIndex, path: str | os.PathLike[str], positions: An
     Examples
     --------
     >>> import os, tempfile, pandas as pd, networkx as nx
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [-5, 2], "kind": "p", "label": ["R:a", "·"]}),
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [-5, 2], "kind": "p", "op": ["token", "·"], "label": ["R:a", "·"]}),
     ...                      pd.DataFrame({"src": [-5, -5], "dst": [2, 2]}))
     >>> path = os.path.join(tempfile.mkdtemp(), "g.graphml")
     >>> write_graphml(g, path)

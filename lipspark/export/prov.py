@@ -5,7 +5,8 @@
 it); :func:`write_prov` writes it as PROV-JSON or PROV-N. The mapping (see docs/export.md):
 
 * every p-node and v-node is an entity ``lps:n<id>`` (``lps:n-123`` for a negative id), except
-  module invocation nodes (type ``m``) and zoomed-out modules (type ``z``), which are activities;
+  module invocation nodes (operator INVOCATION, type ``m``) and zoomed-out modules (ZOOM, type
+  ``z``), which are activities;
 * an edge between two entities is ``wasDerivedFrom(derived, source)`` labelled with the semiring
   operation of the derived node (``lps:operation``: ``token``, ``times`` (·), ``plus`` (+),
   ``delta`` (δ), ``tensor`` (⊗), ``aggregate`` (with ``lps:aggregate``: Count/Sum/Min/Max/Avg),
@@ -20,7 +21,7 @@ it); :func:`write_prov` writes it as PROV-JSON or PROV-N. The mapping (see docs/
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
 >>> g = GraphIndex.build(
-...     pd.DataFrame({"id": [1, 2, -3], "kind": "p", "label": ["Cars:C2", "Cars:C3", "δ"],
+...     pd.DataFrame({"id": [1, 2, -3], "kind": "p", "op": ["token", "token", "δ"], "label": ["Cars:C2", "Cars:C3", "δ"],
 ...                   "relation": ["Cars", "Cars", None]}),
 ...     pd.DataFrame({"src": [1, 1, 2], "dst": [-3, -3, -3]}))
 >>> doc = to_prov(g)
@@ -49,6 +50,7 @@ import pandas as pd
 from lipspark.errors import LipsparkError
 from lipspark.export._files import atomic_open, check_size
 from lipspark.graph.index import NODE_TYPES, GraphIndex
+from lipspark.vocabulary import AGGREGATE_OPS, Op
 
 if TYPE_CHECKING:  # pragma: no cover
     from prov.model import ProvDocument
@@ -62,46 +64,37 @@ LPS_PREFIX = "lps"
 MAX_NODES = 200_000
 #: The ``lps:operation`` values: the semiring operation a node applies to its children.
 OPERATIONS = ("token", "times", "plus", "delta", "tensor", "aggregate", "black_box", "constant")
-AGGREGATE_LABELS = ("Count", "Sum", "Min", "Max", "Avg")
 
-_M, _Z = NODE_TYPES.index("m"), NODE_TYPES.index("z")
-_P_OPS = {"·": "times", "+": "plus", "δ": "delta"}
-_V_OPS = {"⊗": "tensor", "·": "times"}
+#: The operation of each node operator; invocations and zoomed-out modules are activities (None).
+_OPERATION: dict[Op, str | None] = {
+    Op.TOKEN: "token", Op.INVOCATION: None, Op.ZOOM: None, Op.TIMES: "times", Op.PLUS: "plus", Op.DELTA: "delta",
+    Op.BLACK_BOX: "black_box", Op.INPUT: "times", Op.STATE: "times", Op.OUTPUT: "times", Op.TENSOR: "tensor",
+    Op.CONSTANT: "constant", **{o: "aggregate" for o in AGGREGATE_OPS},
+}
+_OPERATION_BY_CODE = np.array([None] + [_OPERATION[Op(c)] for c in range(1, max(Op) + 1)], dtype=object)
+_ACTIVITY = (int(Op.INVOCATION), int(Op.ZOOM))
+_USED = (int(Op.INPUT), int(Op.STATE))
 
 
 def operations(graph: GraphIndex, positions: np.ndarray | None = None) -> list[str | None]:
     """The semiring operation of the nodes at ``positions`` (all by default), ``None`` for
-    invocation and zoom nodes.
+    invocation and zoom nodes, from each node's operator (``graph.op``), never its label.
 
-    Decided on the whole graph, as :func:`lipspark.query.polynomial.polynomial` reads it: ``·``,
-    ``+``, ``δ`` p-nodes are ``times``, ``plus``, ``delta``; other p-nodes are ``token`` when they
-    have no children, else ``black_box`` (a relation-level UDF); ``⊗`` v-nodes are ``tensor``,
-    Count/Sum/Min/Max/Avg v-nodes ``aggregate``, ``·`` v-nodes (a value crossing a module
-    boundary) ``times``, other v-nodes ``constant`` without children, else ``black_box``.
+    TIMES and the module boundary nodes (INPUT, STATE, OUTPUT: products with the invocation)
+    are ``times``; PLUS ``plus``; DELTA ``delta``; BLACK_BOX (a relation- or value-level UDF,
+    whatever it is called) ``black_box``; TENSOR ``tensor``; COUNT … AVG ``aggregate``;
+    TOKEN ``token``; CONSTANT ``constant``.
 
     >>> import pandas as pd
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4], "kind": ["p", "v", "v", "v"],
-    ...                                    "label": ["R:a", "1", "⊗", "Sum"]}),
-    ...                      pd.DataFrame({"src": [1, 2, 3], "dst": [3, 3, 4]}))
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4, 5], "kind": ["p", "v", "v", "v", "v"],
+    ...                                    "op": ["token", "constant", "⊗", "sum", "black_box"],
+    ...                                    "label": ["R:a", "1", "⊗", "Sum", "Max"]}),
+    ...                      pd.DataFrame({"src": [1, 2, 3, 1], "dst": [3, 3, 4, 5]}))
     >>> operations(g)
-    ['token', 'constant', 'tensor', 'aggregate']
+    ['token', 'constant', 'tensor', 'aggregate', 'black_box']
     """
     sel = np.arange(len(graph)) if positions is None else np.asarray(positions, dtype=np.int64)
-    indeg = np.diff(graph.in_ptr)
-    labels = np.append(np.asarray(graph.labels, dtype=object), "")[graph.label_code[sel]]  # code -1 (no label): ""
-    out: list[str | None] = []
-    for pos, label in zip(sel.tolist(), labels.tolist()):
-        if graph.type_code[pos] in (_M, _Z):
-            out.append(None)
-            continue
-        if not graph.is_v[pos]:
-            op = _P_OPS.get(label) or ("token" if indeg[pos] == 0 else "black_box")
-        elif label in AGGREGATE_LABELS:
-            op = "aggregate"
-        else:
-            op = _V_OPS.get(label) or ("constant" if indeg[pos] == 0 else "black_box")
-        out.append(op)
-    return out
+    return list(_OPERATION_BY_CODE[graph.op[sel]])
 
 
 def _selection(graph: GraphIndex, positions: Any) -> np.ndarray:
@@ -121,7 +114,7 @@ def _selection(graph: GraphIndex, positions: Any) -> np.ndarray:
 def _column(graph: GraphIndex, name: str, sel: np.ndarray) -> list[Any]:
     """Plain Python values of a node column at ``sel`` (missing: None)."""
     col = graph.nodes[name].iloc[sel].astype(object)
-    out = []
+    out: list[Any] = []
     for v in col.tolist():
         if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):
             out.append(None)
@@ -177,96 +170,121 @@ def to_prov(graph: GraphIndex, positions: Any = None, *, max_nodes: int | None =
     sel = _selection(graph, positions)
     check_size(len(sel), max_nodes, "PROV")
     doc = ProvDocument()
-    ns = doc.add_namespace(LPS_PREFIX, LPS_NAMESPACE)
-    q = {"kind": ns["kind"], "type": ns["type"], "operation": ns["operation"], "aggregate": ns["aggregate"],
-         "relation": ns["relation"], "module": ns["module"], "node": ns["node"], "execution": ns["execution"],
-         "invocation": ns["invocation"], "column": ns["column"], "value": ns["value"], "zoomed": ns["zoomed"],
-         "multiplicity": ns["multiplicity"]}
-    pnode, vnode, invocation, zoomed = ns["PNode"], ns["VNode"], ns["Invocation"], ns["ZoomedInvocation"]
-
-    ids = graph.ids
-    names = {int(p): ns[f"n{int(ids[p])}"] for p in sel.tolist()}
-    ops = operations(graph, sel)
-    cols = {c: _column(graph, c, sel) for c in ("label", "relation", "tuple", "module", "node", "execution", "invocation", "column", "value")}
-    inv_pos = graph.invocation_pos[sel]
-    is_activity = np.zeros(len(graph), dtype=bool)
-    is_activity[sel] = np.isin(graph.type_code[sel], (_M, _Z))
-
-    # ------------------------------------------------------------- entities, then activities
-    activities = []
+    ctx = _Context(graph, sel, doc.add_namespace(LPS_PREFIX, LPS_NAMESPACE))
     for i, pos in enumerate(sel.tolist()):
-        code = int(graph.type_code[pos])
-        label = "" if cols["label"][i] is None else str(cols["label"][i])
-        own = int(ids[pos])
-        if is_activity[pos]:
-            activities.append((i, pos, code, label, own))
-            continue
-        attrs: list[tuple[Any, Any]] = [("prov:label", label), ("prov:type", vnode if graph.is_v[pos] else pnode),
-                                        (q["kind"], "v" if graph.is_v[pos] else "p")]
-        if NODE_TYPES[code]:
-            attrs.append((q["type"], NODE_TYPES[code]))
-        attrs.append((q["operation"], ops[i]))
-        if ops[i] == "aggregate":
-            attrs.append((q["aggregate"], label))
-        for c in ("relation", "column", "module", "node", "execution"):
-            if cols[c][i] is not None:
-                attrs.append((q[c], _literal(cols[c][i])))
-        if cols["invocation"][i] is not None and int(cols["invocation"][i]) != own:
-            attrs.append((q["invocation"], ns[f"n{int(cols['invocation'][i])}"]))
-        if graph.is_v[pos]:
-            if cols["value"][i] is not None:
-                value = _literal(cols["value"][i])
-                attrs += [(q["value"], value), ("prov:value", value)]
-        elif cols["tuple"][i] is not None:
-            attrs.append(("prov:value", str(cols["tuple"][i])))
-        doc.entity(names[pos], attrs)
-    for i, pos, code, label, own in activities:
-        attrs = [("prov:label", label), ("prov:type", zoomed if code == _Z else invocation), (q["type"], NODE_TYPES[code])]
-        for c in ("module", "node", "execution"):
-            if cols[c][i] is not None:
-                attrs.append((q[c], _literal(cols[c][i])))
-        if code == _Z:
-            attrs.append((q["zoomed"], True))
-            inv = cols["invocation"][i]
-            if inv is not None and int(inv) != own:
-                attrs.append((q["invocation"], ns[f"n{int(inv)}"]))
-        doc.activity(names[pos], other_attributes=attrs)
+        if not ctx.is_activity[pos]:
+            doc.entity(ctx.names[pos], _entity_attrs(ctx, i, pos))
+    for i, pos in enumerate(sel.tolist()):
+        if ctx.is_activity[pos]:
+            doc.activity(ctx.names[pos], other_attributes=_activity_attrs(ctx, i, pos))
+    generated = _relations(doc, ctx)
+    _generated_by_invocations(doc, ctx, generated)
+    return doc
 
-    # ------------------------------------------------------------- relations, in (derived, source) id order
-    member = np.zeros(len(graph), dtype=bool)
-    member[sel] = True
-    em = member[graph.src] & member[graph.dst]
-    n = np.int64(max(len(graph), 1))
-    pairs, counts = np.unique(graph.dst[em] * n + graph.src[em], return_counts=True)
+
+class _Context:
+    """What the parts of :func:`to_prov` share: the selection, its PROV names, qualified
+    attribute names, node columns and operations."""
+
+    def __init__(self, graph: GraphIndex, sel: np.ndarray, ns: Any) -> None:
+        self.graph, self.sel, self.ns = graph, sel, ns
+        self.q = {k: ns[k] for k in ("kind", "type", "operation", "aggregate", "relation", "module", "node", "execution",
+                                     "invocation", "column", "value", "zoomed", "multiplicity")}
+        self.names = {int(p): ns[f"n{int(graph.ids[p])}"] for p in sel.tolist()}
+        self.ops = operations(graph, sel)
+        self.cols = {c: _column(graph, c, sel) for c in ("label", "relation", "tuple", "module", "node", "execution", "invocation", "column", "value")}
+        self.is_activity = np.zeros(len(graph), dtype=bool)
+        self.is_activity[sel] = np.isin(graph.op[sel], _ACTIVITY)
+        self.member = np.zeros(len(graph), dtype=bool)
+        self.member[sel] = True
+
+    def label(self, i: int) -> str:
+        return "" if self.cols["label"][i] is None else str(self.cols["label"][i])
+
+
+def _entity_attrs(ctx: _Context, i: int, pos: int) -> list[tuple[Any, Any]]:
+    """A p- or v-node's entity attributes: label, kind, type, operation, context, value or tuple."""
+    g, q = ctx.graph, ctx.q
+    code = int(g.type_code[pos])
+    attrs: list[tuple[Any, Any]] = [("prov:label", ctx.label(i)), ("prov:type", ctx.ns["VNode"] if g.is_v[pos] else ctx.ns["PNode"]),
+                                    (q["kind"], "v" if g.is_v[pos] else "p")]
+    if NODE_TYPES[code]:
+        attrs.append((q["type"], NODE_TYPES[code]))
+    attrs.append((q["operation"], ctx.ops[i]))
+    if ctx.ops[i] == "aggregate":
+        attrs.append((q["aggregate"], g.op_of(pos).label))
+    for c in ("relation", "column", "module", "node", "execution"):
+        if ctx.cols[c][i] is not None:
+            attrs.append((q[c], _literal(ctx.cols[c][i])))
+    inv = ctx.cols["invocation"][i]
+    if inv is not None and int(inv) != int(g.ids[pos]):
+        attrs.append((q["invocation"], ctx.ns[f"n{int(inv)}"]))
+    if g.is_v[pos]:
+        if ctx.cols["value"][i] is not None:
+            value = _literal(ctx.cols["value"][i])
+            attrs += [(q["value"], value), ("prov:value", value)]
+    elif ctx.cols["tuple"][i] is not None:
+        attrs.append(("prov:value", str(ctx.cols["tuple"][i])))
+    return attrs
+
+
+def _activity_attrs(ctx: _Context, i: int, pos: int) -> list[tuple[Any, Any]]:
+    """An invocation's (or a zoomed-out module's) activity attributes."""
+    g, q = ctx.graph, ctx.q
+    zoomed = g.op[pos] == Op.ZOOM
+    attrs: list[tuple[Any, Any]] = [("prov:label", ctx.label(i)), ("prov:type", ctx.ns["ZoomedInvocation"] if zoomed else ctx.ns["Invocation"]),
+                                    (q["type"], NODE_TYPES[g.type_code[pos]])]
+    for c in ("module", "node", "execution"):
+        if ctx.cols[c][i] is not None:
+            attrs.append((q[c], _literal(ctx.cols[c][i])))
+    if zoomed:
+        attrs.append((q["zoomed"], True))
+        inv = ctx.cols["invocation"][i]
+        if inv is not None and int(inv) != int(g.ids[pos]):
+            attrs.append((q["invocation"], ctx.ns[f"n{int(inv)}"]))
+    return attrs
+
+
+def _relations(doc: ProvDocument, ctx: _Context) -> set[tuple[int, int]]:
+    """One relation per distinct edge inside the selection, in (derived, source) id order;
+    returns the (entity, activity) pairs recorded as ``wasGeneratedBy``."""
+    g, q, names, act = ctx.graph, ctx.q, ctx.names, ctx.is_activity
+    em = ctx.member[g.src] & ctx.member[g.dst]
+    n = np.int64(max(len(g), 1))
+    pairs, counts = np.unique(g.dst[em] * n + g.src[em], return_counts=True)
     generated: set[tuple[int, int]] = set()
-    op_of = dict(zip(sel.tolist(), ops))
+    op_of = dict(zip(ctx.sel.tolist(), ctx.ops))
     for key, count in zip(pairs.tolist(), counts.tolist()):
         dst, src = divmod(key, int(n))
-        if is_activity[src] and is_activity[dst]:
-            doc.wasInformedBy(names[dst], names[src], other_attributes=_times(q, count))
-        elif is_activity[src]:
+        times = _times(q, count)
+        if act[src] and act[dst]:
+            doc.wasInformedBy(names[dst], names[src], other_attributes=times)
+        elif act[src]:
             generated.add((dst, src))
-            if graph.type_code[dst] in (NODE_TYPES.index("i"), NODE_TYPES.index("s")):
-                doc.used(names[src], names[dst], other_attributes=_times(q, count))
+            if g.op[dst] in _USED:
+                doc.used(names[src], names[dst], other_attributes=times)
             else:
-                doc.wasGeneratedBy(names[dst], names[src], other_attributes=_times(q, count))
-        elif is_activity[dst]:
-            doc.used(names[dst], names[src], other_attributes=_times(q, count))
+                doc.wasGeneratedBy(names[dst], names[src], other_attributes=times)
+        elif act[dst]:
+            doc.used(names[dst], names[src], other_attributes=times)
         else:
-            op = op_of[dst]
-            extra: list[tuple[Any, Any]] = [(q["operation"], op)]
-            if op == "aggregate":
-                extra.append((q["aggregate"], graph.label(dst)))
-            doc.wasDerivedFrom(names[dst], names[src], other_attributes=extra + _times(q, count))
-    # intermediate nodes are generated by the invocation that created them (no edge says so)
-    m_code = graph.type_code == _M
-    for i, pos in enumerate(sel.tolist()):
+            extra: list[tuple[Any, Any]] = [(q["operation"], op_of[dst])]
+            if op_of[dst] == "aggregate":
+                extra.append((q["aggregate"], g.op_of(dst).label))
+            doc.wasDerivedFrom(names[dst], names[src], other_attributes=extra + times)
+    return generated
+
+
+def _generated_by_invocations(doc: ProvDocument, ctx: _Context, generated: set[tuple[int, int]]) -> None:
+    """Intermediate nodes are generated by the invocation that created them (no edge says so)."""
+    g = ctx.graph
+    inv_pos = g.invocation_pos[ctx.sel]
+    for i, pos in enumerate(ctx.sel.tolist()):
         inv = int(inv_pos[i])
-        if inv < 0 or is_activity[pos] or not member[inv] or not m_code[inv] or NODE_TYPES[graph.type_code[pos]] in ("i", "s"):
+        if inv < 0 or ctx.is_activity[pos] or not ctx.member[inv] or g.op[inv] != Op.INVOCATION or g.op[pos] in _USED:
             continue
         if (pos, inv) not in generated:
-            doc.wasGeneratedBy(names[pos], names[inv])
-    return doc
+            doc.wasGeneratedBy(ctx.names[pos], ctx.names[inv])
 
 
 def _times(q: dict[str, Any], count: int) -> list[tuple[Any, Any]]:
@@ -298,7 +316,7 @@ def write_prov(graph: GraphIndex, path: str | os.PathLike[str], format: Literal[
     --------
     >>> import os, tempfile, pandas as pd
     >>> from prov.model import ProvDocument
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "label": ["R:a", "δ"]}),
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "op": ["token", "δ"], "label": ["R:a", "δ"]}),
     ...                      pd.DataFrame({"src": [1], "dst": [2]}))
     >>> path = os.path.join(tempfile.mkdtemp(), "g.json")
     >>> write_prov(g, path)
@@ -313,9 +331,9 @@ def write_prov(graph: GraphIndex, path: str | os.PathLike[str], format: Literal[
     if format not in ("json", "provn"):
         raise LipsparkError(f"unknown PROV format {format!r}; use 'json' (PROV-JSON) or 'provn' (PROV-N)")
     doc = to_prov(graph, positions, max_nodes=max_nodes)
-    text = doc.serialize(format="json") if format == "json" else doc.get_provn()
+    text = str(doc.serialize(format="json") if format == "json" else doc.get_provn())
     with atomic_open(path, "w") as fh:
         fh.write(text)
         if not text.endswith("\n"):
             fh.write("\n")
-    return len(doc.get_records())
+    return len(list(doc.get_records()))

@@ -37,6 +37,7 @@ from pyspark.sql import functions as F
 from lipspark.errors import AnnotationError
 from lipspark.vocabulary.ids import ROW_BITS, SEGMENT_SHIFT
 from lipspark.vocabulary.segments import FORMAT_VERSION
+from lipspark.vocabulary.segments import Segment as SegmentRecord
 
 __all__ = ["Segment", "GraphBuilder", "SEGMENT_SHIFT", "FORMAT_VERSION", "BASE_ID", "ROW_BITS", "node_hash", "aggregate_salt", "aggregate_node_id"]
 
@@ -92,11 +93,11 @@ class GraphBuilder:
         return segment
 
     # ------------------------------------------------------------------ output
-    def collect(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        """Compute every segment into Arrow tables: ``[(header, {name: pyarrow.Table})]``."""
+    def collect(self) -> list[tuple[SegmentRecord, dict[str, Any]]]:
+        """Compute every segment into Arrow tables: ``[(segment record, {name: pyarrow.Table})]``."""
         out = []
         for s in self.segments:
-            out.append((_header(s), {name: df.toArrow() for name, df in s.tables.items()}))
+            out.append((SegmentRecord.from_json(_header(s)), {name: df.toArrow() for name, df in s.tables.items()}))
         return out
 
     def write(self, path: str) -> dict[str, Any]:

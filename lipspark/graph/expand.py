@@ -1,108 +1,81 @@
 """Expanding recorded segments into explicit p-nodes, v-nodes and edges.
 
-The builder stores each operation compactly (see :mod:`lipspark.graph.builder`); this module
-turns those tables into the graph of the paper: a node table (``id``, ``kind`` p/v, ``label``,
-``seg``, ``value``, ``relation``, ``tuple``) and an edge table (``src`` → ``dst``, a multiset:
-a group with the same row twice has two edges from it). Implied nodes (⊗ and the aggregated
-values) are numbered after a canonical sort, so expansion is deterministic.
+Capture stores each operation compactly (a typed :class:`~lipspark.vocabulary.Segment` and its
+Arrow tables, see ``docs/graph-format.md``); this module turns them into the graph of the paper:
+a node table (``id``, ``kind`` p/v, ``op``, ``label``, ``seg``, ``value``, ``relation``,
+``tuple``, ``type``, the recording context and ``column``) and an edge table (``src`` → ``dst``,
+a multiset: a group with the same row twice has two edges from it). Every node's ``op`` (an
+:class:`~lipspark.vocabulary.Op` code) says what it computes; its label is for display. Implied
+nodes (⊗ and the aggregated values) are numbered after a canonical sort, so expansion is
+deterministic, and aggregate values are :func:`lipspark.vocabulary.aggregate` of the members.
+
+>>> import pyarrow as pa
+>>> from lipspark.vocabulary import AggregateSpec, BaseSegment, Context, GroupSegment, Op
+>>> from lipspark.vocabulary.ids import positional
+>>> r = BaseSegment(1, Context(), relation="R", key=("k",), columns=("k",))
+>>> tuples = pa.table({"__lp_id": [positional(1, 0), positional(1, 1)], "k": ["a", "b"]})
+>>> grp = GroupSegment(2, Context(), op=Op.DELTA, label="δ", aggregates=(AggregateSpec(Op.SUM, 0, "s"),))
+>>> members = pa.table({"g": [7, 7], "m": [positional(1, 0), positional(1, 1)], "x0": [2, None]})
+>>> nodes, edges = expand_segments([(r, {"tuples": tuples}), (grp, {"members": members})])
+>>> [(Op(o).name, lab, v) for o, lab, v in nodes[["op", "label", "value"]].itertuples(index=False)]
+[('TOKEN', 'R:a', None), ('TOKEN', 'R:b', None), ('DELTA', 'δ', None), ('SUM', 'Sum', 2), ('TENSOR', '⊗', None), ('CONSTANT', '2', 2)]
+>>> len(edges)
+5
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-from typing import Any
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lipspark.columns import PREFIX, factor, value_col
 from lipspark.errors import StoreError
-from lipspark.graph.builder import BASE_ID, ROW_BITS, SEGMENT_SHIFT, aggregate_salt
+from lipspark.vocabulary import (
+    AggregateSpec,
+    BaseSegment,
+    BoundarySegment,
+    FileRef,
+    GroupSegment,
+    InvocationSegment,
+    Op,
+    RelationDescriptor,
+    RowNodeSegment,
+    Segment,
+    aggregate,
+)
+from lipspark.vocabulary.ids import aggregate_ids, file_position, member_ids, member_value_ids, positional, tensor_ids
 
-__all__ = ["expand_segments", "NODE_COLUMNS"]
+__all__ = ["expand_segments", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
 
-NODE_COLUMNS = ["id", "kind", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
+#: The columns of an expanded node table, in order.
+NODE_COLUMNS = ["id", "kind", "op", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
+#: Column holding the token id in a base segment's ``tuples`` table.
+TOKEN_ID = f"{PREFIX}id"
+
+#: A segment's Arrow tables by name (``tuples``, ``members``, ``nodes``).
+Tables = Mapping[str, pa.Table]
+#: Nodes and edges of one segment.
+Nodes = tuple[pd.DataFrame, pd.DataFrame]
+
+_NULLABLE = {
+    pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+    pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(),
+}
+
+
+# ---------------------------------------------------------------------------------- helpers
 
 
 def _fmt(v: Any) -> str:
     if isinstance(v, float) and v.is_integer():
         return str(int(v)) if abs(v) < 1e15 else repr(v)
     return str(v)
-
-
-def _local(path: str, root: str | None) -> str:
-    path = re.sub(r"^file:/+", "/", path)
-    return path if os.path.isabs(path) or root is None else os.path.join(root, path)
-
-
-def _read_files(files: list[dict[str, Any]], columns: list[str], what: str, root: str | None) -> pd.DataFrame:
-    """Rows of ``files`` (checked unchanged) with ``__pos`` = file ordinal << ROW_BITS | row."""
-    parts = []
-    for i, f in enumerate(files):
-        path = _local(f["path"], root)
-        try:
-            st = os.stat(path)
-        except OSError as err:
-            raise StoreError(f"{what}: its file {path} is gone; the graph refers to it") from err
-        if st.st_size != f["size"] or st.st_mtime_ns != f["mtime_ns"]:
-            raise StoreError(f"{what}: file {path} changed after the graph was captured (size or modification time differ)")
-        t = pq.read_table(path, columns=columns).to_pandas(types_mapper=_NULLABLE.get)
-        t["__pos"] = (np.int64(i) << np.int64(ROW_BITS)) | np.arange(len(t), dtype="int64")
-        parts.append(t)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*columns, "__pos"])
-
-
-def _read_source(seg: int, meta: dict[str, Any], root: str | None = None) -> pd.DataFrame:
-    """Re-read a file-backed base relation; token ids are (file ordinal, row index)."""
-    df = _read_files(meta["files"], list(meta["columns"]), f"base relation {meta['relation']!r}", root)
-    df[BASE_ID] = (np.int64(seg) << np.int64(SEGMENT_SHIFT)) | df.pop("__pos").to_numpy(dtype="int64")
-    return df
-
-
-def _base(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table], root: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    df = _read_source(seg, meta, root) if "files" in meta else tables["tuples"].to_pandas()
-    cols = meta["columns"]
-    rel = meta["relation"]
-    vals = [tuple(r) for r in df[cols].itertuples(index=False, name=None)] if len(df) else []
-    labels = [f"{rel}:{','.join(_fmt(x) for x in v)}" for v in vals]
-    if not meta["key"] and labels:
-        order = np.argsort(df[BASE_ID].to_numpy(), kind="stable")
-        seen: dict[str, int] = {}
-        for i in order:
-            n = seen.get(labels[i], 0)
-            seen[labels[i]] = n + 1
-            if n:
-                labels[i] = f"{labels[i]}#{n + 1}"
-    nodes = pd.DataFrame(
-        {
-            "id": df[BASE_ID].astype("int64"),
-            "kind": "p",
-            "label": labels,
-            "seg": seg,
-            "value": None,
-            "relation": rel,
-            "tuple": [json.dumps({c: _py(x) for c, x in zip(cols, v)}, default=str) for v in vals],
-            "type": None,
-        }
-    )
-    return nodes, _edges([], [])
-
-
-def _edges(src: Any, dst: Any) -> pd.DataFrame:
-    return pd.DataFrame({"src": np.asarray(src, dtype="int64"), "dst": np.asarray(dst, dtype="int64")})
-
-
-def _nodes(ids: Any, kind: str, label: Any, seg: int, value: Any = None) -> pd.DataFrame:
-    ids = np.asarray(ids, dtype="int64")
-    return pd.DataFrame({"id": ids, "kind": kind, "label": label, "seg": seg, "value": value, "relation": None, "tuple": None, "type": None})
-
-
-_NULLABLE = {
-    pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
-    pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(),
-}
 
 
 def _py(v: Any) -> Any:
@@ -112,85 +85,188 @@ def _py(v: Any) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 
-def _aggregate(op: str, values: pd.Series, literal: bool) -> Any:
-    vals = values.dropna()
-    if op == "Count":
-        return int(len(values) if literal else len(vals))
-    if vals.empty:
-        return None
-    if op == "Sum":
-        return _py(vals.sum())
-    if op == "Min":
-        return _py(vals.min())
-    if op == "Max":
-        return _py(vals.max())
-    return float(vals.astype("float64").mean())
+def local_path(path: str, root: str | None) -> str:
+    """A file path of a graph as a local path (``file:`` URIs stripped), relative ones under ``root``."""
+    path = re.sub(r"^file:/+", "/", path)
+    return path if os.path.isabs(path) or root is None else os.path.join(root, path)
 
 
-def _group(seg: int, meta: dict[str, Any], tables: dict[str, pa.Table]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    m = tables["members"].to_pandas(types_mapper=_NULLABLE.get)
-    k = int(meta["k"])
-    aggs = list(meta.get("aggregates", []))
-    fcols = [f"__lp_f{i}" for i in range(k)] if k > 1 else []
-    needed = {f"x{a['arg']}" for a in aggs if a["arg"] is not None}
-    for c in [*fcols, *sorted(needed)]:  # a segment with no rows was written without its columns
+def _edges(src: Any, dst: Any) -> pd.DataFrame:
+    return pd.DataFrame({"src": np.asarray(src, dtype="int64"), "dst": np.asarray(dst, dtype="int64")})
+
+
+def _nodes(ids: Any, kind: str, op: Op, label: Any, seg: int, value: Any = None) -> pd.DataFrame:
+    ids = np.asarray(ids, dtype="int64")
+    return pd.DataFrame({"id": ids, "kind": kind, "op": np.full(len(ids), int(op), dtype=np.int8), "label": label, "seg": seg,
+                         "value": value, "relation": None, "tuple": None, "type": None})
+
+
+def _read_files(files: Sequence[FileRef], columns: list[str], what: str, root: str | None) -> pd.DataFrame:
+    """Rows of ``files`` (checked unchanged) with ``__pos``, the row's ordinal (file, row)."""
+    parts = []
+    for i, f in enumerate(files):
+        path = local_path(f.path, root)
+        try:
+            st = os.stat(path)
+        except OSError as err:
+            raise StoreError(f"{what}: its file {path} is gone; the graph refers to it") from err
+        if st.st_size != f.size or st.st_mtime_ns != f.mtime_ns:
+            raise StoreError(f"{what}: file {path} changed after the graph was captured (size or modification time differ)")
+        t = pq.read_table(path, columns=columns).to_pandas(types_mapper=_NULLABLE.get)
+        t["__pos"] = file_position(np.full(len(t), i, dtype=np.int64), np.arange(len(t), dtype=np.int64))
+        parts.append(t)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*columns, "__pos"])
+
+
+# ---------------------------------------------------------------------------------- base and invocation
+
+
+def _base_rows(s: BaseSegment, tables: Tables, root: str | None) -> pd.DataFrame:
+    """The base tuples with their token ids: re-read from their files, or the ``tuples`` table."""
+    if s.files is None:
+        return tables["tuples"].to_pandas()
+    df = _read_files(s.files, list(s.columns), f"base relation {s.relation!r}", root)
+    df[TOKEN_ID] = positional(s.seg, df.pop("__pos").to_numpy(dtype="int64"))
+    return df
+
+
+def _base(s: BaseSegment, tables: Tables, root: str | None) -> Nodes:
+    """One token per base tuple, labelled ``relation:values`` (keyless duplicates numbered)."""
+    df = _base_rows(s, tables, root)
+    cols = list(s.columns)
+    vals = [tuple(r) for r in df[cols].itertuples(index=False, name=None)] if len(df) else []
+    labels = [f"{s.relation}:{','.join(_fmt(x) for x in v)}" for v in vals]
+    if not s.key and labels:
+        order = np.argsort(df[TOKEN_ID].to_numpy(), kind="stable")
+        seen: dict[str, int] = {}
+        for i in order:
+            n = seen.get(labels[i], 0)
+            seen[labels[i]] = n + 1
+            if n:
+                labels[i] = f"{labels[i]}#{n + 1}"
+    nodes = _nodes(df[TOKEN_ID].to_numpy(dtype="int64"), "p", Op.TOKEN, labels, s.seg)
+    nodes["relation"] = s.relation
+    nodes["tuple"] = [json.dumps({c: _py(x) for c, x in zip(cols, v)}, default=str) for v in vals]
+    nodes["type"] = s.type
+    return nodes, _edges([], [])
+
+
+def _invocation(s: InvocationSegment) -> Nodes:
+    nodes = _nodes([positional(s.seg, 0)], "p", Op.INVOCATION, s.label, s.seg)
+    nodes["type"] = "m"
+    return nodes, _edges([], [])
+
+
+# ---------------------------------------------------------------------------------- groups
+
+
+def _members(s: GroupSegment, table: pa.Table) -> pd.DataFrame:
+    """The members table in canonical order, with ``__null_x<i>`` marking null arguments (from
+    Arrow: NaN is a value, not a null, and pandas would not tell them apart)."""
+    fcols = [factor(i) for i in range(s.k)] if s.k > 1 else []
+    needed = {f"x{a.arg}" for a in s.aggregates if a.arg is not None}
+    m = table.to_pandas(types_mapper=_NULLABLE.get)
+    xcols = sorted(set(c for c in m.columns if re.fullmatch(r"x\d+", c)) | needed)
+    for c in xcols:
+        m[f"__null_{c}"] = table.column(c).is_null().to_numpy(zero_copy_only=False) if c in table.column_names else True
+    for c in [*fcols, *xcols]:  # a segment with no rows was written without its columns
         if c not in m.columns:
             m[c] = pd.Series(pd.NA, index=m.index, dtype="object")
-    xcols = sorted(c for c in m.columns if re.fullmatch(r"x\d+", c))
-    m = m.sort_values(["g", "m", *fcols, *xcols], kind="stable", na_position="first").reset_index(drop=True)
+    keys = ["g", "m", *fcols, *xcols, *[f"__null_{c}" for c in xcols]]
+    return m.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
+
+
+def _groups(s: GroupSegment, m: pd.DataFrame) -> np.ndarray:
+    """The group node ids (a keyless aggregate has its group even over no rows)."""
     groups = np.unique(m["g"].to_numpy(dtype="int64"))
-    if meta.get("group") is not None and meta["group"] not in groups:  # keyless aggregate over no rows
-        groups = np.sort(np.append(groups, np.int64(meta["group"])))
-    node_parts = [_nodes(groups, "p", meta["label"], seg)]
-    edge_parts = [_edges(m["m"].to_numpy(), m["g"].to_numpy())]  # member -> δ (one per row)
-    # · nodes for members with several non-zero factors
-    if fcols:
-        f = m[fcols].to_numpy()
-        multi = (f != 0).sum(axis=1) > 1
-        if multi.any():
-            dots = m.loc[multi, ["m", *fcols]].drop_duplicates("m")
-            node_parts.append(_nodes(dots["m"].to_numpy(), "p", "·", seg))
-            fd = dots[fcols].to_numpy()
-            mids = np.repeat(dots["m"].to_numpy(), len(fcols))
-            flat = fd.reshape(-1)
-            keep = flat != 0
-            edge_parts.append(_edges(flat[keep], mids[keep]))
-    base = np.int64(seg) << np.int64(SEGMENT_SHIFT)
-    for n, agg in enumerate(aggs):
-        op, arg = agg["op"], agg["arg"]
-        literal = arg is None
-        vals = pd.Series(1, index=m.index) if literal else m[f"x{arg}"]
-        agg_ids = groups ^ np.int64(aggregate_salt(n))
-        results = vals.groupby(m["g"], sort=True).apply(lambda v, op=op: _aggregate(op, v, literal)) if len(m) else pd.Series([], dtype=object)
-        node_parts.append(_nodes(agg_ids, "v", op, seg, [results.get(g) for g in groups.tolist()]))
-        present = vals.notna().to_numpy()
-        rows = np.nonzero(present)[0].astype("int64")
-        slot = rows * len(aggs) + n
-        tensor_ids = base | (2 * slot + 2)  # ordinal 0 is the segment's own node (keyless group, black box)
-        value_ids = base | (2 * slot + 3)
-        member_vals = [1 if op == "Count" else _py(x) for x in vals[present].tolist()]
-        node_parts.append(_nodes(tensor_ids, "v", "⊗", seg))
-        vcol = agg.get("vnode")
-        # a Count pairs each member with 1, never with its argument's value
-        has_own = m[vcol].notna().to_numpy()[rows] if vcol in m.columns and op != "Count" else np.zeros(len(rows), dtype=bool)
-        if has_own.any():  # the value is a v-node of its own (an aggregate, a black box's result)
-            own_ids = m[vcol].to_numpy(dtype="int64", na_value=0)[rows][has_own]
-            edge_parts.append(_edges(own_ids, tensor_ids[has_own]))
-        fresh = ~has_own
-        node_parts.append(_nodes(value_ids[fresh], "v", [_fmt(x) for x, f in zip(member_vals, fresh) if f], seg,
-                                 [x for x, f in zip(member_vals, fresh) if f]))
-        edge_parts += [
-            _edges(m["m"].to_numpy()[rows], tensor_ids),
-            _edges(value_ids[fresh], tensor_ids[fresh]),
-            _edges(tensor_ids, m["g"].to_numpy()[rows] ^ np.int64(aggregate_salt(n))),
-        ]
+    if s.group is not None and s.group not in groups:
+        groups = np.sort(np.append(groups, np.int64(s.group)))
+    return groups
+
+
+def _member_products(s: GroupSegment, m: pd.DataFrame) -> Nodes:
+    """· nodes for members with several non-zero factors (the member rule), with their edges."""
+    fcols = [factor(i) for i in range(s.k)] if s.k > 1 else []
+    if not fcols or not len(m):
+        return _nodes([], "p", Op.TIMES, "·", s.seg), _edges([], [])
+    f = m[fcols].to_numpy(dtype="int64", na_value=0)
+    multi = (f != 0).sum(axis=1) > 1
+    dots = m.loc[multi, ["m", *fcols]].drop_duplicates("m")
+    fd = dots[fcols].to_numpy(dtype="int64", na_value=0)
+    mids = np.repeat(dots["m"].to_numpy(dtype="int64"), len(fcols))
+    flat = fd.reshape(-1)
+    keep = flat != 0
+    return _nodes(dots["m"].to_numpy(), "p", Op.TIMES, "·", s.seg), _edges(flat[keep], mids[keep])
+
+
+def _argument(m: pd.DataFrame, spec: AggregateSpec) -> tuple[list[Any], np.ndarray]:
+    """Each member's argument value (Python scalars, None for null) and which are not null."""
+    if spec.arg is None:  # count(*), count(lit): every member takes part with 1
+        return [1] * len(m), np.ones(len(m), dtype=bool)
+    col = f"x{spec.arg}"
+    null = m[f"__null_{col}"].to_numpy(dtype=bool)
+    raw = m[col].astype(object).tolist()
+    return [None if n else _py(v) for v, n in zip(raw, null)], ~null
+
+
+def _aggregate_nodes(s: GroupSegment, j: int, spec: AggregateSpec, m: pd.DataFrame, groups: np.ndarray) -> Nodes:
+    """The j-th aggregate: per group a v-node of the aggregate's op over its members, a ⊗ per
+    member with a non-null argument, paired with the argument's own v-node or a constant."""
+    values, present = _argument(m, spec)
+    g = m["g"].to_numpy(dtype="int64")
+    bounds = np.searchsorted(g, groups, side="left"), np.searchsorted(g, groups, side="right")  # m is sorted by g
+    results = [aggregate(spec.op, values[lo:hi]) for lo, hi in zip(*bounds)]
+    agg = aggregate_ids(groups, j)
+    rows = np.flatnonzero(present).astype("int64")
+    slots = rows * len(s.aggregates) + j
+    tensors, value_ids = tensor_ids(s.seg, slots), member_value_ids(s.seg, slots)
+    # a Count pairs each member with 1, never with its argument's own v-node
+    member_vals = [1 if spec.op is Op.COUNT else values[r] for r in rows.tolist()]
+    vcol = spec.vnode
+    if vcol is not None and vcol in m.columns and spec.op is not Op.COUNT:
+        has_own = m[vcol].notna().to_numpy()[rows]
+    else:
+        has_own = np.zeros(len(rows), dtype=bool)
+    fresh = ~has_own
+    fresh_vals = [x for x, f in zip(member_vals, fresh) if f]
+    node_parts = [
+        _nodes(agg, "v", spec.op, spec.op.label, s.seg, results),
+        _nodes(tensors, "v", Op.TENSOR, "⊗", s.seg),
+        _nodes(value_ids[fresh], "v", Op.CONSTANT, [_fmt(x) for x in fresh_vals], s.seg, fresh_vals),
+    ]
+    edge_parts = []
+    if has_own.any():  # the value is a v-node of its own (an aggregate, a black box's result)
+        own_ids = m[vcol].to_numpy(dtype="int64", na_value=0)[rows][has_own]
+        edge_parts.append(_edges(own_ids, tensors[has_own]))
+    edge_parts += [
+        _edges(m["m"].to_numpy(dtype="int64")[rows], tensors),
+        _edges(value_ids[fresh], tensors[fresh]),
+        _edges(tensors, aggregate_ids(g[rows], j)),
+    ]
     return pd.concat(node_parts, ignore_index=True), pd.concat(edge_parts, ignore_index=True)
 
 
-def _rownode(seg: int, meta: dict[str, Any], t: pa.Table) -> tuple[pd.DataFrame, pd.DataFrame]:
-    df = t.to_pandas().drop_duplicates("id").sort_values("id", kind="stable")
-    values = [json.loads(v)["v"] if v is not None else None for v in df["value"]]
-    nodes = _nodes(df["id"].to_numpy(), meta["kind"], meta["label"], seg, values)
+def _group(s: GroupSegment, tables: Tables) -> Nodes:
+    """A group-by, distinct, cogroup or relation-level black box (see :class:`GroupSegment`)."""
+    m = _members(s, tables["members"])
+    groups = _groups(s, m)
+    node_parts = [_nodes(groups, "p", s.op, s.label, s.seg)]
+    edge_parts = [_edges(m["m"].to_numpy(dtype="int64"), m["g"].to_numpy(dtype="int64"))]  # member -> group, one per row
+    for n, e in [_member_products(s, m), *(_aggregate_nodes(s, j, spec, m, groups) for j, spec in enumerate(s.aggregates))]:
+        node_parts.append(n)
+        edge_parts.append(e)
+    return pd.concat(node_parts, ignore_index=True), pd.concat(edge_parts, ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------- row nodes
+
+
+def _rownode(s: RowNodeSegment, tables: Tables) -> Nodes:
+    """Value-level black-box v-nodes, one per distinct id, with their children's edges."""
+    df = tables["nodes"].to_pandas().drop_duplicates("id").sort_values("id", kind="stable")
+    # the value as JSON {"v": ...}; Spark's to_json leaves a null field out: {} is a null result
+    values = [json.loads(v).get("v") if v is not None else None for v in df["value"]]
+    nodes = _nodes(df["id"].to_numpy(), "v", s.op, s.label, s.seg, values)
     src, dst = [], []
     for nid, kids in zip(df["id"].tolist(), df["children"]):
         for c in kids if kids is not None else []:
@@ -199,118 +275,148 @@ def _rownode(seg: int, meta: dict[str, Any], t: pa.Table) -> tuple[pd.DataFrame,
     return nodes, _edges(src, dst)
 
 
-def _fnz(df: pd.DataFrame, k: int) -> list[np.ndarray]:
-    return [df[f"__lp_f{i}"].fillna(0).to_numpy(dtype="int64") for i in range(k)]
+# ---------------------------------------------------------------------------------- boundaries
 
 
-def _stored_p(desc: dict[str, Any], df: pd.DataFrame) -> np.ndarray:
-    """The p-node of each stored tuple, by how its file was produced (see workflow.execution)."""
-    scheme = desc["p"]
-    base = np.int64(scheme["seg"]) << np.int64(SEGMENT_SHIFT)
+def _factors(df: pd.DataFrame, k: int) -> list[np.ndarray]:
+    return [df[factor(i)].fillna(0).to_numpy(dtype="int64") for i in range(k)]
+
+
+def _scheme_k(desc: RelationDescriptor) -> int:
+    """How many stored factor columns the relation's p-node scheme reads (a token has none)."""
+    if desc.p is None:
+        raise StoreError(f"relation {desc.dir!r} was stored without provenance, yet the graph has a boundary over it")
+    return 0 if desc.p.kind == "token" else desc.p.k
+
+
+def _stored_p(desc: RelationDescriptor, df: pd.DataFrame) -> np.ndarray:
+    """The p-node of each stored tuple, by how its file was produced (see :class:`PScheme`)."""
+    assert desc.p is not None  # checked by _scheme_k
     pos = df["__pos"].to_numpy(dtype="int64")
-    if scheme["kind"] in ("token", "output"):
-        return base | pos
-    fs = _fnz(df, scheme["k"])
-    if scheme["k"] == 1:
-        return fs[0]
-    nz = sum((f != 0).astype("int64") for f in fs)
-    return np.where(nz == 1, sum(fs), base | pos)
+    own = positional(desc.p.seg, pos)
+    if desc.p.kind in ("token", "output"):
+        return own
+    return member_ids(_factors(df, desc.p.k), own)
 
 
-def _with_tuples(nodes: pd.DataFrame, meta: dict[str, Any], df: pd.DataFrame, data_cols: list[str]) -> pd.DataFrame:
-    """Tag input, state and output nodes with their relation and the tuple's values."""
-    nodes["relation"] = meta.get("relation")
+def _boundary_rows(s: BoundarySegment, root: str | None) -> tuple[pd.DataFrame, list[str]]:
+    """The stored relation's rows (the columns this role needs) and its data columns."""
+    desc = s.source
+    k = _scheme_k(desc)
+    cols = [factor(i) for i in range(k)] if desc.p is not None and (desc.p.kind == "collapse" or s.role in ("o", "collapse")) else []
+    if s.column is not None:
+        cols += [value_col(s.column), s.column]
+    data_cols: list[str] = []
+    if desc.files and s.role in ("i", "s", "o") and s.column is None:
+        schema = pq.read_schema(local_path(desc.files[0].path, root))
+        data_cols = [c for c in schema.names if not c.startswith(PREFIX)]
+    df = _read_files(desc.files, [*cols, *[c for c in data_cols if c not in cols]], f"relation {s.relation!r}", root)
+    return df, data_cols
+
+
+def _tag(nodes: pd.DataFrame, s: BoundarySegment, df: pd.DataFrame, data_cols: list[str], ntype: str | None) -> pd.DataFrame:
+    """Tag boundary nodes with their relation, type and (for tuples) the tuple's values."""
+    nodes["relation"] = s.relation or None
+    nodes["type"] = ntype
     if data_cols:
         rows = df[data_cols].astype(object).where(df[data_cols].notna(), None).to_dict("records")
         nodes["tuple"] = [json.dumps(r, default=str) for r in rows]
     return nodes
 
 
-def _boundary(seg: int, meta: dict[str, Any], root: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Module input (i), state (s), output (o) and collapse (·) nodes of a stored relation."""
-    desc, kind = meta["source"], meta["type"]
-    k = desc["p"].get("k", 0)
-    col = meta.get("column")
-    cols = [f"__lp_f{i}" for i in range(k)] if desc["p"]["kind"] == "collapse" or kind in ("o", "collapse") else []
-    if col is not None:
-        cols += [f"__lp_v_{col}", col]
-    data_cols: list[str] = []
-    if desc["files"] and kind in ("i", "s", "o") and col is None:
-        schema = pq.read_schema(_local(desc["files"][0]["path"], root))
-        data_cols = [c for c in schema.names if not c.startswith("__lp_")]
-    df = _read_files(desc["files"], [*cols, *[c for c in data_cols if c not in cols]], f"relation {meta.get('relation')!r}", root)
-    ids = (np.int64(seg) << np.int64(SEGMENT_SHIFT)) | df["__pos"].to_numpy(dtype="int64")
-    inv = np.int64(meta["invocation"])
-    if col is not None:  # a value crossing the boundary: v-node · of the value's node and the invocation
-        stored = df[f"__lp_v_{col}"]
-        keep = stored.notna().to_numpy()
-        if kind in ("i", "s"):
-            vseg = desc["values"][col]
-            child = (np.int64(vseg) << np.int64(SEGMENT_SHIFT)) | df["__pos"].to_numpy(dtype="int64") if vseg is not None else stored.fillna(0).to_numpy(dtype="int64")
-        else:
-            child = stored.fillna(0).to_numpy(dtype="int64")
-        ids, child = ids[keep], child[keep]
-        ntype = "o" if kind == "vo" else kind
-        values = [_py(x) for x in df[col][keep].tolist()] if col in df.columns else None
-        nodes = _nodes(ids, "v", "·", seg, values)
-        nodes["relation"] = meta.get("relation")
-        nodes["type"] = ntype
-        nodes["column"] = col
-        return nodes, pd.concat([_edges(child, ids), _edges(np.full(len(ids), inv), ids)], ignore_index=True)
-    if kind in ("i", "s"):
-        p = _stored_p(desc, df)
-        nodes = _with_tuples(_nodes(ids, "p", "·", seg), meta, df, data_cols)
-        nodes["type"] = kind
-        return nodes, pd.concat([_edges(p, ids), _edges(np.full(len(ids), inv), ids)], ignore_index=True)
-    fs = _fnz(df, k)
-    if kind == "collapse":
+def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray) -> Nodes:
+    """A value crossing the boundary: a v-node over the value's own node and the invocation."""
+    assert s.column is not None
+    stored = df[value_col(s.column)]
+    keep = stored.notna().to_numpy()
+    vseg = s.source.values.get(s.column) if s.role in ("i", "s") else None
+    if vseg is not None:
+        child = positional(vseg, df["__pos"].to_numpy(dtype="int64"))
+    else:
+        child = stored.fillna(0).to_numpy(dtype="int64")
+    ids, child = ids[keep], child[keep]
+    values = [_py(x) for x in df[s.column][keep].tolist()] if s.column in df.columns else None
+    nodes = _tag(_nodes(ids, "v", s.op, "·", s.seg, values), s, df, [], "o" if s.role == "vo" else s.role)
+    nodes["column"] = s.column
+    inv = np.full(len(ids), s.invocation, dtype=np.int64)
+    return nodes, pd.concat([_edges(child, ids), _edges(inv, ids)], ignore_index=True)
+
+
+def _boundary_inputs(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str]) -> Nodes:
+    """Input or state nodes: · of the stored tuple's p-node and the invocation."""
+    nodes = _tag(_nodes(ids, "p", s.op, "·", s.seg), s, df, data_cols, s.role)
+    inv = np.full(len(ids), s.invocation, dtype=np.int64)
+    return nodes, pd.concat([_edges(_stored_p(s.source, df), ids), _edges(inv, ids)], ignore_index=True)
+
+
+def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str]) -> Nodes:
+    """Output nodes (· of the tuple's factors and the invocation), or the · nodes over a new
+    state tuple's factors where it has several (``collapse``)."""
+    fs = _factors(df, _scheme_k(s.source))
+    if s.role == "collapse":
         nz = sum((f != 0).astype("int64") for f in fs) if fs else np.zeros(len(df), dtype="int64")
-        keep = nz > 1
+        keep = np.asarray(nz > 1)
         ids = ids[keep]
         fs = [f[keep] for f in fs]
-        nodes = _nodes(ids, "p", "·", seg)
+        nodes = _nodes(ids, "p", s.op, "·", s.seg)
         inv_edges = _edges([], [])
     else:
-        nodes = _with_tuples(_nodes(ids, "p", "·", seg), meta, df, data_cols)
-        nodes["type"] = "o"
-        inv_edges = _edges(np.full(len(ids), inv), ids)
+        nodes = _tag(_nodes(ids, "p", s.op, "·", s.seg), s, df, data_cols, "o")
+        inv_edges = _edges(np.full(len(ids), s.invocation, dtype=np.int64), ids)
     src = np.concatenate(fs) if fs else np.array([], dtype="int64")
     dst = np.concatenate([ids] * len(fs)) if fs else np.array([], dtype="int64")
     keep = src != 0
     return nodes, pd.concat([_edges(src[keep], dst[keep]), inv_edges], ignore_index=True)
 
 
-def expand_segments(segments: list[tuple[dict[str, Any], dict[str, pa.Table]]], root: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Nodes and edges of a graph from ``[(header, tables)]`` as the builder collects them.
+def _boundary(s: BoundarySegment, root: str | None) -> Nodes:
+    """Module input (i), state (s), output (o) and collapse (·) nodes of a stored relation, or
+    the v-nodes of one of its value columns."""
+    df, data_cols = _boundary_rows(s, root)
+    ids = positional(s.seg, df["__pos"].to_numpy(dtype="int64"))
+    if s.column is not None:
+        return _boundary_values(s, df, ids)
+    if s.role in ("i", "s"):
+        return _boundary_inputs(s, df, ids, data_cols)
+    return _boundary_products(s, df, ids, data_cols)
 
-    ``root`` resolves relative file paths (a workflow store's directory).
+
+# ---------------------------------------------------------------------------------- all segments
+
+
+def _expand_one(s: Segment, tables: Tables, root: str | None) -> Nodes:
+    if isinstance(s, BaseSegment):
+        return _base(s, tables, root)
+    if isinstance(s, BoundarySegment):
+        return _boundary(s, root)
+    if isinstance(s, InvocationSegment):
+        return _invocation(s)
+    if isinstance(s, GroupSegment):
+        return _group(s, tables)
+    if isinstance(s, RowNodeSegment):
+        return _rownode(s, tables)
+    raise StoreError(f"unknown segment kind {type(s).__name__} in segment {s.seg}; written by a newer lipspark?")
+
+
+def expand_segments(segments: Sequence[tuple[Segment, Tables]], root: str | None = None) -> Nodes:
+    """Nodes and edges of a graph from ``[(segment, tables)]`` (as :func:`lipspark.store.read_segments`
+    reads them, or as capture collects them).
+
+    ``root`` resolves relative file paths (a workflow store's directory). Two different nodes
+    with the same id are a :class:`~lipspark.errors.StoreError`.
     """
     node_parts, edge_parts = [], []
-    for header, tables in segments:
-        seg, kind, meta = int(header["seg"]), header["kind"], header["meta"]
-        if kind == "base":
-            n, e = _base(seg, meta, tables, root)
-            if meta.get("type"):
-                n["type"] = meta["type"]
-        elif kind == "boundary":
-            n, e = _boundary(seg, meta, root)
-        elif kind == "invocation":
-            n, e = _nodes([np.int64(seg) << np.int64(SEGMENT_SHIFT)], "p", meta["label"], seg), _edges([], [])
-            n["type"] = "m"
-        elif kind == "group":
-            n, e = _group(seg, meta, tables)
-        elif kind == "rownode":
-            n, e = _rownode(seg, meta, tables["nodes"])
-        else:
-            raise StoreError(f"unknown segment kind {kind!r} in segment {seg}; written by a newer lipspark?")
+    for s, tables in segments:
+        n, e = _expand_one(s, tables, root)
         for attr in ("module", "node", "execution", "invocation"):
-            n[attr] = meta.get(attr)
+            n[attr] = getattr(s.context, attr)
         node_parts.append(n)
         edge_parts.append(e)
     nodes = pd.concat(node_parts, ignore_index=True) if node_parts else pd.DataFrame(columns=NODE_COLUMNS)
     nodes = nodes.reindex(columns=NODE_COLUMNS)
+    nodes["op"] = nodes["op"].astype(np.int8)
     edges = pd.concat(edge_parts, ignore_index=True) if edge_parts else _edges([], [])
-    nodes = nodes.drop_duplicates(["id", "kind", "label"]).reset_index(drop=True)
+    nodes = nodes.drop_duplicates(["id", "kind", "op", "label"]).reset_index(drop=True)
     dup = nodes["id"].duplicated(keep=False)
     if dup.any():
         clash = nodes.loc[dup].head(4).to_dict("records")

@@ -3,39 +3,50 @@
 A :class:`GraphIndex` numbers the nodes ``0 … n-1`` in id order and keeps
 
 * the node attributes as one pandas frame (categorical strings, nullable ints), and the hot
-  ones as numpy arrays: ``ids``, ``is_v`` (p- or v-node), ``label_code``, ``type_code``;
+  ones as numpy arrays: ``ids``, ``is_v`` (p- or v-node), ``op`` (the node's
+  :class:`~lipspark.vocabulary.Op` as an int8 code: what it computes), ``label_code`` (its
+  display label), ``type_code``;
 * the edges (a multiset: a node used twice has two edges) as two CSR arrays, children → node
   (``in_ptr``/``in_src``) and node → parents (``out_ptr``/``out_dst``), with ``eid`` naming each
   edge so that a zoomed-out view can give back exactly the edges it hid.
 
 Traversals gather whole frontiers with numpy, so a query's cost grows with its answer and the
 depth of the graph, not with the graph's size. Indexes are immutable: ZoomOut, ZoomIn and
-deletion return new ones (see :mod:`lipspark.query`).
+deletion return new ones (see :mod:`lipspark.query`). A few conveniences work by node id:
+:meth:`GraphIndex.polynomial`, :meth:`GraphIndex.value`, :meth:`GraphIndex.find`,
+:meth:`GraphIndex.token_id`, :meth:`GraphIndex.node`, :meth:`GraphIndex.child_ids`.
 
 >>> import pandas as pd
->>> nodes = pd.DataFrame({"id": [10, 11, 12], "kind": ["p", "p", "p"], "label": ["R:a", "R:b", "+"]})
+>>> nodes = pd.DataFrame({"id": [10, 11, 12], "kind": ["p", "p", "p"], "op": ["token", "token", "+"],
+...                       "label": ["R:a", "R:b", "+"], "relation": ["R", "R", None]})
 >>> edges = pd.DataFrame({"src": [10, 11], "dst": [12, 12]})
 >>> g = GraphIndex.build(nodes, edges)
 >>> g.ids[g.ancestors(g.position(12))].tolist()
 [10, 11]
 >>> g.ids[g.descendants(g.position(10))].tolist()
 [12]
+>>> str(g.polynomial(12)), g.find(op="token"), g.token_id("R:b")
+('R:a + R:b', [10, 11], 11)
 """
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, ClassVar, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from lipspark.errors import LipsparkError, StoreError
+from lipspark.graph import expression
+from lipspark.graph.expand import expand_segments
+from lipspark.vocabulary import Op, Segment
 
-__all__ = ["GraphIndex", "gather", "unique_positions", "NODE_TYPES"]
+__all__ = ["GraphIndex", "gather", "unique_positions", "op_codes", "NODE_TYPES"]
 
 #: Node types of the paper (input, state, output, module invocation) and ``z``, the p-node a
 #: ZoomOut puts in place of an invocation's intermediate computation. Code 0 is "no type".
 NODE_TYPES = ("", "i", "s", "o", "m", "z")
-_ATTRS = ["kind", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
+_ATTRS = ["kind", "op", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
 _CATEGORICAL = ["kind", "label", "relation", "type", "module", "node", "column"]
 
 
@@ -68,6 +79,34 @@ def unique_positions(a: np.ndarray, n: int) -> np.ndarray:
     mask = np.zeros(n, dtype=bool)
     mask[a] = True
     return np.flatnonzero(mask)
+
+
+def op_codes(column: "pd.Series | Sequence[Any]") -> np.ndarray:
+    """The int8 :class:`~lipspark.vocabulary.Op` codes of an ``op`` column of Op members, codes,
+    names or symbols (:meth:`Op.parse`); anything else is a :class:`~lipspark.errors.StoreError`.
+
+    >>> op_codes(["token", Op.TIMES, 5, "⊗"]).tolist()
+    [1, 3, 5, 11]
+    """
+    col = pd.Series(column)
+    if col.dtype.kind in "iu":
+        codes = col.to_numpy(dtype=np.int64)
+        bad = sorted(set(codes.tolist()) - {int(o) for o in Op})
+        if bad:
+            raise StoreError(f"unknown operator code(s) {bad[:5]} in the node column 'op'; expected 1..{len(Op)}")
+        return codes.astype(np.int8)
+    parsed: dict[Any, int] = {}
+    out = np.empty(len(col), dtype=np.int8)
+    for i, v in enumerate(col.tolist()):
+        if v not in parsed:
+            if v is None or (isinstance(v, float) and np.isnan(v)):
+                raise StoreError("a node has no operator: the node column 'op' must name one for every node")
+            try:
+                parsed[v] = int(Op.parse(v.item() if hasattr(v, "item") else v))
+            except LipsparkError as err:
+                raise StoreError(f"node column 'op': {err}") from err
+        out[i] = parsed[v]
+    return out
 
 
 def _scalar(v: Any) -> Any:
@@ -106,6 +145,8 @@ class GraphIndex:
         self.ids = nodes["id"].to_numpy(dtype=np.int64)
         n = len(self.ids)
         self.is_v = (nodes["kind"] == "v").to_numpy()
+        #: what each node computes: :class:`~lipspark.vocabulary.Op` codes
+        self.op = nodes["op"].to_numpy(dtype=np.int8)
         label = nodes["label"].astype("category")
         self.labels = label.cat.categories
         self.label_code = label.cat.codes.to_numpy()
@@ -125,15 +166,26 @@ class GraphIndex:
         #: what each zoomed-out module hid, so that ZoomIn can give it back (see lipspark.query.zoom)
         self.zoom: dict[str, Any] = dict(zoom or {})
 
+    #: How Jupyter draws a graph (``_repr_html_``): set by :mod:`lipspark.viz` when it is imported,
+    #: so the graph layer does not depend on the drawing layer. ``None``: the text repr.
+    html_renderer: ClassVar[Callable[["GraphIndex"], str | None] | None] = None
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def build(cls, nodes: pd.DataFrame, edges: pd.DataFrame) -> "GraphIndex":
-        """Index a node frame (``id`` plus attributes) and an edge frame (``src``, ``dst`` ids).
+        """Index a node frame (``id``, ``op`` plus attributes) and an edge frame (``src``, ``dst`` ids).
 
-        Edges are numbered in the order given (their ``eid``); an edge naming a node that is
-        not in ``nodes`` is a :class:`~lipspark.errors.StoreError`.
+        ``op`` holds each node's operator (:class:`~lipspark.vocabulary.Op` members, codes, or
+        names and symbols as :meth:`Op.parse` reads them). Edges are numbered in the order given
+        (their ``eid``); a missing ``op`` column or an edge naming a node that is not in
+        ``nodes`` is a :class:`~lipspark.errors.StoreError`.
         """
+        if "op" not in nodes.columns:
+            raise StoreError("the node frame has no 'op' column: every node needs its operator (lipspark.vocabulary.Op: "
+                             "token, invocation, times, plus, delta, black_box, input, state, output, zoom, tensor, "
+                             "count, sum, min, max, avg, constant)")
         nodes = nodes.reindex(columns=["id", *_ATTRS]).sort_values("id", kind="stable").reset_index(drop=True)
+        nodes["op"] = op_codes(nodes["op"])
         for c in _CATEGORICAL:
             nodes[c] = nodes[c].astype("category")
         for c in ("seg", "execution", "invocation"):
@@ -159,12 +211,19 @@ class GraphIndex:
         return pos
 
     @classmethod
-    def load(cls, path: str) -> "GraphIndex":
-        """Index the graph of a workflow store or of a :meth:`Tracker.write` directory."""
-        from lipspark.graph.model import ProvenanceGraph
+    def from_segments(cls, segments: Sequence[tuple[Segment, "dict[str, pa.Table]"]], root: str | None = None) -> "GraphIndex":
+        """Expand typed segments and their tables (:func:`~lipspark.graph.expand.expand_segments`)
+        and index the result; ``root`` resolves relative file paths."""
+        nodes, edges = expand_segments(segments, root)
+        return cls.build(nodes, edges)
 
-        g = ProvenanceGraph.load(path)
-        return cls.build(g.nodes.reset_index(drop=True), g.edges)
+    @classmethod
+    def load(cls, path: str) -> "GraphIndex":
+        """Index the graph of a workflow store or of a :meth:`Tracker.write` directory
+        (:func:`lipspark.graph.load.load_graph`)."""
+        from lipspark.graph.load import load_graph
+
+        return load_graph(path)
 
     def derive(self, keep: np.ndarray, edge_keep: np.ndarray, add_nodes: pd.DataFrame | None = None,
                add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, *, zoom: dict[str, Any] | None = None) -> "GraphIndex":
@@ -239,14 +298,20 @@ class GraphIndex:
         """The node type at ``pos``: ``i``, ``s``, ``o``, ``m``, ``z`` or ``""``."""
         return NODE_TYPES[self.type_code[pos]]
 
-    def value(self, pos: int) -> Any:
-        """The value of the v-node at ``pos`` as a plain Python value (None when it has none)."""
+    def value_at(self, pos: int) -> Any:
+        """The recorded value of the v-node at ``pos`` as a plain Python value (None when it has none)."""
         return _scalar(self.nodes["value"].iat[int(pos)])
 
     def attrs(self, pos: int) -> dict[str, Any]:
-        """All attributes of the node at ``pos`` as plain Python values."""
+        """All attributes of the node at ``pos`` as plain Python values (``op`` as an :class:`Op`)."""
         row = self.nodes.iloc[int(pos)].to_dict()
-        return {k: _scalar(v) for k, v in row.items()}
+        out = {k: _scalar(v) for k, v in row.items()}
+        out["op"] = Op(int(self.op[int(pos)]))
+        return out
+
+    def op_of(self, pos: int) -> Op:
+        """The operator of the node at ``pos``."""
+        return Op(int(self.op[int(pos)]))
 
     def children(self, pos: int) -> np.ndarray:
         """Positions of the nodes with an edge into ``pos`` (with multiplicity)."""
@@ -270,6 +335,54 @@ class GraphIndex:
     def in_degree(self) -> np.ndarray:
         """Number of incoming edges of every node."""
         return np.diff(self.in_ptr)
+
+    # ------------------------------------------------------------------ by node id
+    def node(self, node_id: int) -> dict[str, Any]:
+        """The attributes of the node with id ``node_id`` (see :meth:`attrs`)."""
+        return self.attrs(self.position(node_id))
+
+    def child_ids(self, node_id: int) -> list[int]:
+        """Ids of the nodes with an edge into ``node_id``, with multiplicity, sorted."""
+        return sorted(int(i) for i in self.ids[self.children(self.position(node_id))])
+
+    def find(self, label: str | None = None, kind: str | None = None, op: "Op | str | int | None" = None) -> list[int]:
+        """Ids (sorted) of the nodes with the given display label, kind (``p``/``v``) and/or operator."""
+        mask = np.ones(len(self.ids), dtype=bool)
+        if label is not None:
+            mask &= (self.nodes["label"] == label).to_numpy(dtype=bool, na_value=False)
+        if kind is not None:
+            mask &= self.is_v if kind == "v" else ~self.is_v
+        if op is not None:
+            mask &= self.op == int(Op.parse(op))
+        return [int(i) for i in self.ids[mask]]
+
+    def token_id(self, label: str) -> int:
+        """Id of the base tuple whose token is ``label`` (e.g. ``"Cars:C2"``)."""
+        ids = self.find(label=label, op=Op.TOKEN)
+        if len(ids) != 1:
+            raise LipsparkError(f"expected one token {label!r}, found {len(ids)}")
+        return ids[0]
+
+    def polynomial(self, ref: Any) -> Any:
+        """The provenance expression of a node id, or of a row's annotation (anything with
+        ``factors``: the · of its factors' expressions; factor 0 stands for 1).
+
+        See :func:`lipspark.graph.expression.polynomial`.
+        """
+        factors = getattr(ref, "factors", None)
+        if factors is None:
+            return expression.polynomial(self, int(ref))
+        return expression.product(self, [int(f) for f in factors if int(f) != 0])
+
+    def value(self, ref: Any, column: str | None = None) -> Any:
+        """The expression of a v-node (an :class:`~lipspark.semiring.AggValue` for aggregates,
+        the value itself for constants): ``ref`` is its id, or a row's annotation together with
+        the column name (``ref.values[column]``).
+
+        The recorded value of the node at a *position* is :meth:`value_at`.
+        """
+        node = ref.values[column] if column is not None else ref
+        return expression.polynomial(self, int(node))
 
     # ------------------------------------------------------------------ traversal
     def _closure(self, ptr: np.ndarray, targets: np.ndarray, seeds: Any, stop: np.ndarray | None = None) -> np.ndarray:
@@ -351,7 +464,7 @@ class GraphIndex:
         with node attributes and one edge per edge of the multiset.
 
         >>> import pandas as pd
-        >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "label": ["R:a", "δ"]}),
+        >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "op": ["token", "δ"], "label": ["R:a", "δ"]}),
         ...                      pd.DataFrame({"src": [1, 1], "dst": [2, 2]}))
         >>> nx_g = g.to_networkx()
         >>> nx_g.number_of_nodes(), nx_g.number_of_edges(), nx_g.nodes[2]["label"]
@@ -370,10 +483,10 @@ class GraphIndex:
         return out
 
     def _repr_html_(self) -> str | None:
-        """Jupyter: draw the graph inline (:func:`lipspark.viz.repr_html`, with its size guard)."""
-        from lipspark.viz import repr_html
-
-        return repr_html(self)
+        """Jupyter: the drawing :attr:`html_renderer` makes (``import lipspark.viz`` sets it to
+        :func:`lipspark.viz.repr_html`), or None for the text repr."""
+        renderer = type(self).html_renderer
+        return renderer(self) if renderer is not None else None
 
     def same_as(self, other: "GraphIndex") -> bool:
         """True iff both have the same nodes (ids and attributes) and the same edge multiset."""
@@ -402,4 +515,6 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     for c in ("seg", "execution", "invocation"):
         if c in out.columns:
             out[c] = pd.array(out[c], dtype="Int64")
+    if "op" in out.columns:
+        out["op"] = op_codes(out["op"])
     return out[columns]

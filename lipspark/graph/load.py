@@ -1,37 +1,56 @@
-"""Reading a graph back: from a ``Tracker.write`` directory or a whole workflow store."""
+"""Reading a graph back: from a ``Tracker.write`` directory or a whole workflow store.
+
+Loading only reads: it never runs Spark. A store captured with ``--capture deferred`` has no
+graph for an execution until it is replayed; loading such a store is a
+:class:`~lipspark.errors.StoreError` that says to run ``lipspark materialize <path>`` first.
+
+>>> load_graph("/nonexistent")
+Traceback (most recent call last):
+...
+lipspark.errors.StoreError: no graph at /nonexistent (manifest.json missing)
+"""
 from __future__ import annotations
 
 import os
-import sys
-from typing import Any
+from typing import TYPE_CHECKING
 
 from lipspark.errors import StoreError
-from lipspark.store.manifest import read_manifest, read_segments
+from lipspark.graph.index import GraphIndex
+from lipspark.store.manifest import PROVENANCE_DIR, read_manifest, read_segments
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.store import Store
 
 __all__ = ["load_graph"]
 
 
-def load_graph(path: str) -> Any:
-    """Load the graph of a workflow store (``store.json``) or of a graph directory (``manifest.json``).
-
-    A store with deferred capture is materialized first (its executions replayed with provenance
-    on: this needs Spark and takes about as long as running them eagerly; see
-    :mod:`lipspark.workflow.materialize`)."""
-    from lipspark.graph.model import ProvenanceGraph
-
+def load_graph(path: str) -> GraphIndex:
+    """The indexed graph of a workflow store (``store.json``) or of a graph directory (``manifest.json``)."""
     if os.path.exists(os.path.join(path, "store.json")):
         from lipspark.store import Store
 
-        from lipspark.workflow.materialize import materialize
-
         store = Store.open(path)
-        if not store.meta["provenance"]:
+        if store.capture is None:
             raise StoreError(f"the store at {path} was run with --no-provenance: it has outputs and state but no graph")
-        store = materialize(store, progress=sys.stderr.isatty())  # deferred capture: replay what has no graph yet
+        if store.capture == "deferred":
+            store = _replayed(store)
         segments = []
         for gdir, manifest in store.graph_manifests():
             read_manifest(gdir)
             segments += read_segments(gdir, manifest)
-        return ProvenanceGraph.from_segments(segments, root=store.root)
+        return GraphIndex.from_segments(segments, root=store.root)
     manifest = read_manifest(path)
-    return ProvenanceGraph.from_segments(read_segments(path, manifest), root=path)
+    return GraphIndex.from_segments(read_segments(path, manifest), root=path)
+
+
+def _replayed(store: "Store") -> "Store":
+    """The eager store a deferred store's executions were replayed into, if all of them were."""
+    from lipspark.store import Store
+
+    sub_root = os.path.join(store.root, PROVENANCE_DIR)
+    sub = Store.open(sub_root) if os.path.exists(os.path.join(sub_root, "store.json")) else None
+    if sub is None or sub.meta.get("initial") is None or len(sub.executions) != len(store.executions):
+        done = 0 if sub is None else len(sub.executions)
+        raise StoreError(f"the store at {store.root} deferred its provenance and {len(store.executions) - done} of its "
+                         f"{len(store.executions)} execution(s) are not replayed yet: run `lipspark materialize {store.root}` first")
+    return sub

@@ -1,34 +1,45 @@
 """Size of a written graph (nodes, edges, bytes) read from its compact tables, without expanding.
 
+:func:`graph_stats` counts exactly the nodes and edges :func:`~lipspark.graph.expand.expand_segments`
+makes from the same segments (a test checks it against the loaded graph), reading only the
+columns it needs: per group the members' group and member ids, factors and argument null counts;
+per row-node segment the ids and their children lists.
+
 >>> from lipspark.graph.stats import GraphStats
 >>> GraphStats(nodes=3, edges=2, bytes=48).bytes_per_edge
 24.0
 """
 from __future__ import annotations
 
-import json
 import os
-import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from lipspark.columns import factor
 from lipspark.errors import StoreError
-from lipspark.graph.builder import BASE_ID
+from lipspark.graph.expand import TOKEN_ID, local_path
+from lipspark.store.manifest import read_manifest
+from lipspark.vocabulary import BaseSegment, GroupSegment, Op, RowNodeSegment, Segment
 
 __all__ = ["GraphStats", "graph_stats", "directory_bytes"]
 
 
 @dataclass(frozen=True)
 class GraphStats:
+    """Nodes, edges (with multiplicity) and bytes on disk of a graph."""
+
     nodes: int
     edges: int
     bytes: int
 
     @property
     def bytes_per_edge(self) -> float:
+        """Bytes on disk per edge (NaN without edges)."""
         return self.bytes / self.edges if self.edges else float("nan")
 
 
@@ -43,60 +54,98 @@ def directory_bytes(path: str) -> int:
     return total
 
 
-def _has_rows(path: str) -> bool:
-    """A segment with no rows is an empty directory (Spark wrote no file for it)."""
-    return any(f.endswith(".parquet") for f in os.listdir(path)) if os.path.isdir(path) else False
+def _columns(path: str, entry: dict[str, Any]) -> list[str] | None:
+    """The (logical) column names of one of a segment's tables, or None when the segment has no
+    rows (Spark wrote no file for it)."""
+    tdir = os.path.join(path, entry["path"])
+    if not (os.path.isdir(tdir) and any(f.endswith(".parquet") for f in os.listdir(tdir))):
+        return None
+    renames = entry.get("columns", {})  # stored name -> logical name
+    return [renames.get(c, c) for c in pq.ParquetDataset(tdir).schema.names]
+
+
+def _read(path: str, entry: dict[str, Any], columns: list[str]) -> pa.Table | None:
+    """The named columns of one of a segment's tables (stored names mapped back), or None when
+    the segment has no rows."""
+    if _columns(path, entry) is None:
+        return None
+    stored = {v: k for k, v in entry.get("columns", {}).items()}  # logical name -> stored name
+    t = pq.ParquetDataset(os.path.join(path, entry["path"])).read(columns=[stored.get(c, c) for c in columns])
+    return t.rename_columns(columns)
+
+
+def _base(s: BaseSegment, path: str, tables: dict[str, Any]) -> tuple[int, int]:
+    if s.files is not None:
+        return sum(pq.ParquetFile(local_path(f.path, path)).metadata.num_rows for f in s.files), 0
+    t = _read(path, tables["tuples"], [TOKEN_ID])
+    return (0 if t is None else len(pc.unique(t[TOKEN_ID]))), 0
+
+
+def _group(s: GroupSegment, path: str, tables: dict[str, Any]) -> tuple[int, int]:
+    """Group nodes, · member nodes, and per aggregate its v-nodes, ⊗ nodes and constants."""
+    fcols = [factor(i) for i in range(s.k)] if s.k > 1 else []
+    xcols = sorted({f"x{a.arg}" for a in s.aggregates if a.arg is not None})
+    own = sorted({a.vnode for a in s.aggregates if a.vnode is not None and a.op is not Op.COUNT})
+    names = _columns(path, tables["members"])
+    if names is None:  # no rows: only a keyless aggregate's group and its values
+        return (1 + len(s.aggregates), 0) if s.group is not None else (0, 0)
+    own = [c for c in own if c in names]
+    t = _read(path, tables["members"], ["g", "m", *fcols, *xcols, *own])
+    assert t is not None
+    g = t["g"].to_numpy()
+    groups = len(np.union1d(g, [s.group]) if s.group is not None else np.unique(g))
+    nodes, edges = groups, t.num_rows  # a member -> group edge per row
+    if fcols:
+        f = np.stack([t[c].fill_null(0).to_numpy() for c in fcols], axis=1)
+        nz = (f != 0).sum(axis=1)
+        multi = nz > 1
+        if multi.any():
+            _, first = np.unique(t["m"].to_numpy()[multi], return_index=True)
+            nodes += len(first)
+            edges += int(nz[multi][first].sum())
+    for a in s.aggregates:
+        present = np.ones(t.num_rows, dtype=bool) if a.arg is None else ~t[f"x{a.arg}"].is_null().to_numpy(zero_copy_only=False)
+        n_present = int(present.sum())
+        has_own = 0
+        if a.vnode in own:
+            has_own = int((present & ~t[a.vnode].is_null().to_numpy(zero_copy_only=False)).sum())
+        nodes += groups + n_present + (n_present - has_own)  # values, ⊗, constants (not for own v-nodes)
+        edges += 3 * n_present  # member -> ⊗, value -> ⊗, ⊗ -> aggregate
+    return nodes, edges
+
+
+def _rownode(s: RowNodeSegment, path: str, tables: dict[str, Any]) -> tuple[int, int]:
+    """One node per distinct id, with the children of its first row (as expansion keeps it)."""
+    t = _read(path, tables["nodes"], ["id", "children"])
+    if t is None:
+        return 0, 0
+    _, first = np.unique(t["id"].to_numpy(), return_index=True)
+    lengths = pc.list_value_length(t["children"]).fill_null(0).to_numpy(zero_copy_only=False)
+    return len(first), int(lengths[first].sum())
 
 
 def graph_stats(path: str) -> GraphStats:
-    """Count the nodes and edges a graph written by :meth:`GraphBuilder.write` expands to."""
-    with open(os.path.join(path, "manifest.json")) as fh:
-        manifest = json.load(fh)
+    """Count the nodes and edges a graph written by :meth:`Tracker.write` expands to.
+
+    Segments of a workflow store (invocations, module boundaries) are read from the store's
+    relation files; count those with :meth:`GraphIndex.load <lipspark.graph.index.GraphIndex.load>`.
+    """
+    manifest = read_manifest(path)
     nodes = edges = 0
-    for seg in manifest["segments"]:
-        tables = {n: os.path.join(path, e["path"]) for n, e in seg["tables"].items()}
-        renames = {n: {v: k for k, v in e.get("columns", {}).items()} for n, e in seg["tables"].items()}
-        meta = seg["meta"]
-        if seg["kind"] == "base":
-            if "files" in meta:
-                nodes += sum(pq.ParquetFile(re.sub(r"^file:/+", "/", f["path"])).metadata.num_rows for f in meta["files"])
-            else:
-                nodes += pq.ParquetDataset(tables["tuples"]).read(columns=[BASE_ID]).num_rows
-        elif seg["kind"] == "group" and not _has_rows(tables["members"]):
-            nodes += 1 if meta.get("group") is not None else 0  # keyless aggregate over no rows
-            nodes += len(meta.get("aggregates", [])) if meta.get("group") is not None else 0
-        elif seg["kind"] == "group":
-            k = int(meta["k"])
-            aggs = meta.get("aggregates", [])
-            fcols = [f"__lp_f{i}" for i in range(k)] if k > 1 else []
-            xcols = sorted({f"x{a['arg']}" for a in aggs if a["arg"] is not None})
-            xr = renames["members"]
-            t = pq.ParquetDataset(tables["members"]).read(columns=["g", "m", *fcols, *[xr.get(c, c) for c in xcols]])
-            t = t.rename_columns(["g", "m", *fcols, *xcols])
-            groups = len(pc.unique(t["g"]))
-            nodes += groups
-            edges += t.num_rows
-            if fcols:
-                nz = sum(pc.cast(pc.not_equal(t[c], 0), "int64").to_numpy() for c in fcols)
-                multi = nz > 1
-                if multi.any():
-                    m = t["m"].to_numpy()[multi]
-                    _, first = np.unique(m, return_index=True)
-                    nodes += len(first)
-                    edges += int(nz[multi][first].sum())
-            for a in aggs:
-                present = t.num_rows - (t[f"x{a['arg']}"].null_count if a["arg"] is not None else 0)
-                nodes += groups + 2 * present
-                edges += 3 * present
-        elif seg["kind"] == "rownode" and not _has_rows(tables["nodes"]):
-            pass
-        elif seg["kind"] == "rownode":
-            t = pq.ParquetDataset(tables["nodes"]).read(columns=["id", "children"])
-            nodes += len(pc.unique(t["id"]))
-            edges += int(pc.sum(pc.list_value_length(t["children"])).as_py() or 0)
+    for entry in manifest["segments"]:
+        s: Segment = Segment.from_json(entry)
+        tables = entry.get("tables", {})
+        if isinstance(s, BaseSegment):
+            n, e = _base(s, path, tables)
+        elif isinstance(s, GroupSegment):
+            n, e = _group(s, path, tables)
+        elif isinstance(s, RowNodeSegment):
+            n, e = _rownode(s, path, tables)
         else:
             raise StoreError(
-                f"graph_stats counts graphs written by Tracker.write; segment kind {seg['kind']!r} "
-                "belongs to a workflow store: use lipspark.graph.load.load_graph to count it"
+                f"graph_stats counts graphs written by Tracker.write; segment kind {s.kind!r} "
+                "belongs to a workflow store: use lipspark.graph.index.GraphIndex.load to count it"
             )
+        nodes += n
+        edges += e
     return GraphStats(nodes, edges, directory_bytes(path))

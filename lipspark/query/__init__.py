@@ -5,8 +5,8 @@ Python API (free functions over a :class:`~lipspark.graph.index.GraphIndex`, all
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
 >>> from lipspark.query import delete, ancestors, polynomial
->>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3], "kind": "p", "label": ["R:a", "R:b", "·"],
-...                                    "relation": ["R", "R", None]}),
+>>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3], "kind": "p", "op": ["token", "token", "·"],
+...                                    "label": ["R:a", "R:b", "·"], "relation": ["R", "R", None]}),
 ...                      pd.DataFrame({"src": [1, 2], "dst": [3, 3]}))
 >>> str(polynomial(g, 3)), ancestors(g, 3).tolist(), delete(g, [1]).removed_ids.tolist()
 ('R:a·R:b', [1, 2], [1, 3])
@@ -18,11 +18,11 @@ True
 """
 from __future__ import annotations
 
+from lipspark.graph.expression import evaluate, polynomial
 from lipspark.graph.index import GraphIndex
 from lipspark.query.deletion import DeletionResult, ValueChange, delete
 from lipspark.query.engine import Result, Session
 from lipspark.query.parser import parse
-from lipspark.query.polynomial import evaluate, polynomial
 from lipspark.query.selector import resolve
 from lipspark.query.trace import ancestors, depends, descendants, subgraph
 from lipspark.query.zoom import intermediate, zoom_in, zoom_out

@@ -1,18 +1,20 @@
 """Deletion propagation (Lipstick section 4.2, Definition 4.2) and what-if values.
 
 Deleting nodes removes them and their edges, then repeatedly every node that (1) lost all of its
-incoming edges or (2) is labelled ``·`` or ``⊗`` and lost one. Propagation walks only the
-descendants of the deleted nodes, a frontier at a time.
+incoming edges or (2) is conjunctive (:attr:`Op.conjunctive <lipspark.vocabulary.Op.conjunctive>`:
+·, ⊗ and the module boundary nodes, products with their invocation) and lost one. Propagation
+walks only the descendants of the deleted nodes, a frontier at a time.
 
 Then the aggregate v-nodes that survive but lost ⊗ children (Count, Sum, Min, Max, Avg) are
-recomputed over their surviving ⊗ children (Example 4.3), and the change flows on through the
-value nodes that copy a value across a module boundary (``·`` v-nodes) and through aggregates
-over them; a black box whose input value changed cannot be recomputed here and is reported as
-unknown.
+recomputed over their surviving ⊗ children with :func:`lipspark.vocabulary.aggregate` (Example
+4.3), and the change flows on through the value nodes that carry a value across a module
+boundary (INPUT/STATE/OUTPUT v-nodes) and through aggregates over them; a black box whose input
+value changed cannot be recomputed here and is reported as unknown.
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
 >>> n = pd.DataFrame({"id": [1, 2, 3, 4, 5, 6, 7, 8], "kind": list("pppvvvvv"),
+...                   "op": ["token", "token", "δ", "⊗", "⊗", "constant", "constant", "count"],
 ...                   "label": ["C:a", "C:b", "δ", "⊗", "⊗", "1", "1", "Count"],
 ...                   "value": pd.Series([None, None, None, None, None, 1, 1, 2], dtype=object)})
 >>> e = pd.DataFrame({"src": [1, 2, 1, 6, 2, 7, 4, 5], "dst": [3, 3, 4, 4, 5, 5, 8, 8]})
@@ -29,11 +31,17 @@ import numpy as np
 import pandas as pd
 
 from lipspark.graph.index import NODE_TYPES, GraphIndex, gather
+from lipspark.vocabulary import Op, aggregate
 
-__all__ = ["delete", "DeletionResult", "ValueChange", "propagate", "AGGREGATES", "UNKNOWN"]
+__all__ = ["delete", "DeletionResult", "ValueChange", "propagate", "recompute", "UNKNOWN"]
 
-AGGREGATES = ("Count", "Sum", "Min", "Max", "Avg")
 _O = NODE_TYPES.index("o")
+#: per operator code: does the node need all of its children (Definition 4.2, rule 2)?
+_CONJUNCTIVE = np.zeros(max(Op) + 1, dtype=bool)
+_CONJUNCTIVE[[int(o) for o in Op if o.conjunctive]] = True
+_AGGREGATE = np.zeros(max(Op) + 1, dtype=bool)
+_AGGREGATE[[int(o) for o in Op if o.is_aggregate]] = True
+_BOUNDARY = frozenset(int(o) for o in Op if o.is_boundary)
 
 
 class _Unknown:
@@ -86,11 +94,7 @@ def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
     frontier = np.unique(np.asarray(list(seeds), dtype=np.int64))
     removed[frontier] = True
     remaining = g.in_degree().copy()
-    dot_like = np.zeros(len(g.labels), dtype=bool)
-    for lab in ("·", "⊗"):
-        hit = np.flatnonzero(g.labels == lab)
-        dot_like[hit] = True
-    dot_like = dot_like[g.label_code]
+    dot_like = _CONJUNCTIVE[g.op]
     while len(frontier):
         ups = gather(g.out_ptr, g.out_dst, frontier)
         ups = ups[~removed[ups]]
@@ -103,21 +107,16 @@ def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
     return removed
 
 
-def _aggregate(op: str, values: list[Any]) -> Any:
-    if op == "Count":
-        return len(values)
-    vals = [v for v in values if v is not None]
-    if UNKNOWN in vals:
+def recompute(op: Op, values: list[Any]) -> Any:
+    """The what-if value of an aggregate over its surviving members' values: UNKNOWN if any of
+    them is unknown (a black box downstream of the deletion), else :func:`~lipspark.vocabulary.aggregate`.
+
+    >>> recompute(Op.COUNT, [None, 1, 2]), recompute(Op.SUM, [1, UNKNOWN])
+    (2, unknown)
+    """
+    if any(v is UNKNOWN for v in values):
         return UNKNOWN
-    if not vals:
-        return None
-    if op == "Sum":
-        return sum(vals)
-    if op == "Min":
-        return min(vals)
-    if op == "Max":
-        return max(vals)
-    return float(sum(vals)) / len(vals)
+    return aggregate(op, values)
 
 
 def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
@@ -133,27 +132,27 @@ def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
     changed: dict[int, Any] = {}
     out: list[ValueChange] = []
     for pos in g.topological(region).tolist():
-        label = g.label(pos)
+        op = int(g.op[pos])
         kids = [int(k) for k in g.children(pos) if not removed[k]]
-        if label in AGGREGATES:
+        if _AGGREGATE[op]:
             vals = []
             for t in kids:  # ⊗ children: (p-node, value node)
                 vk = [int(k) for k in g.children(t) if g.is_v[k] and not removed[k]]
-                vals.append(changed.get(vk[0], g.value(vk[0])) if vk else None)
-            new = _aggregate(label, vals)
-        elif label == "·":  # a value carried across a module boundary
+                vals.append(changed.get(vk[0], g.value_at(vk[0])) if vk else None)
+            new = recompute(Op(op), vals)
+        elif op in _BOUNDARY:  # a value carried across a module boundary
             vk = [k for k in kids if g.is_v[k]]
             if not vk or vk[0] not in changed:
                 continue
             new = changed[vk[0]]
-        elif label == "⊗" or not len(g.children(pos)):
+        elif op != int(Op.BLACK_BOX) or not len(g.children(pos)):  # ⊗, constants
             continue
         else:  # a black box downstream of the deletion: its function is not in the graph
             new = UNKNOWN
-        before = g.value(pos)
+        before = g.value_at(pos)
         if new is UNKNOWN or not _same(before, new):
             changed[pos] = new
-            out.append(ValueChange(int(g.ids[pos]), label, before, new))
+            out.append(ValueChange(int(g.ids[pos]), g.label(pos), before, new))
     return out
 
 

@@ -7,7 +7,7 @@ other statements read it. Every statement gives a :class:`Result` that renders a
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
 >>> g = GraphIndex.build(
-...     pd.DataFrame({"id": [1, 2, 3], "kind": "p", "label": ["Cars:C2", "Cars:C3", "δ"],
+...     pd.DataFrame({"id": [1, 2, 3], "kind": "p", "op": ["token", "token", "δ"], "label": ["Cars:C2", "Cars:C3", "δ"],
 ...                   "relation": ["Cars", "Cars", None], "tuple": ['{"CarId": "C2"}', '{"CarId": "C3"}', None]}),
 ...     pd.DataFrame({"src": [1, 2], "dst": [3, 3]}))
 >>> s = Session(g)
@@ -23,19 +23,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from lipspark.errors import QueryError, SemiringError
+from lipspark.graph.expression import evaluate, invocation_tokens, polynomial, token_name
 from lipspark.graph.index import GraphIndex
 from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
 from lipspark.query.parser import parse
-from lipspark.query.polynomial import evaluate, polynomial, token_name
 from lipspark.query.selector import resolve
 from lipspark.query.trace import subgraph_positions
 from lipspark.query.zoom import zoom_in, zoom_out
+from lipspark.vocabulary import Op
 
 __all__ = ["Session", "Result", "node_rows"]
 
@@ -181,10 +182,10 @@ class Session:
 
     def execute(self, stmt: ast.Statement) -> Result:
         """Run one parsed statement."""
-        handler = getattr(self, f"_{type(stmt).__name__.lower()}", None)
+        handler = _HANDLERS.get(type(stmt))
         if handler is None:
             raise QueryError(f"statement {type(stmt).__name__} is not supported")
-        return handler(stmt)
+        return handler(self, stmt)
 
     def _resolve(self, sel: ast.Selector) -> np.ndarray:
         """Positions ``sel`` selects in the view; when nothing does, say whether the view hides it."""
@@ -320,7 +321,7 @@ class Session:
         on = np.unique(np.concatenate([self._resolve(s) for s in stmt.on]))
         removed = propagate(self.view, on)
         rows = [{"node": int(self.view.ids[p]), "label": self.view.label(p), "depends": bool(removed[p])} for p in targets.tolist()]
-        n = sum(r["depends"] for r in rows)
+        n = int(removed[targets].sum())
         return Result(str(stmt), "depends", rows=rows, summary=f"{n} of {len(rows)} node(s) depend on it", columns=["node", "label", "depends"])
 
     def _polynomial(self, stmt: ast.Polynomial) -> Result:
@@ -354,11 +355,12 @@ class Session:
         rows = []
         for p in self._resolve(stmt.target).tolist():
             expr = polynomial(self.view, int(self.view.ids[p]))
+            invocations = invocation_tokens(self.view, int(self.view.ids[p]))
 
-            def look(name: str) -> float:
+            def look(name: str, invocations: set[str] = invocations) -> float:
                 if name in mapping:
                     return float(mapping[name])
-                if name.startswith("M_") and name.endswith("]"):
+                if name in invocations:
                     return 1.0
                 if default is None:
                     raise QueryError(f"{stmt} (line {stmt.pos.line}): no probability for token {name!r}; add `given ... = P` or `default = P`")
@@ -383,7 +385,7 @@ class Session:
                 default = value
             elif isinstance(a.target, ast.RelationRef):
                 rel = g.nodes["relation"].astype(object).to_numpy()
-                hits = np.flatnonzero((rel == a.target.name) & (np.diff(g.in_ptr) == 0) & ~g.is_v)
+                hits = np.flatnonzero((rel == a.target.name) & (g.op == Op.TOKEN))
                 if not len(hits):
                     raise QueryError(f"{a} (line {a.pos.line}): no base tuples of relation {a.target.name!r} in this view")
                 for p in hits.tolist():
@@ -394,6 +396,22 @@ class Session:
                         raise QueryError(f"{a} (line {a.pos.line}): `given` values base tuples and invocations; node {int(g.ids[p])} ({g.label(p)}) is derived")
                     mapping[token_name(g, p)] = value
         return mapping, default
+
+
+#: The handler of each statement type (every statement of :mod:`lipspark.query.ast`).
+_HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
+    ast.ZoomOut: Session._zoomout,
+    ast.ZoomIn: Session._zoomin,
+    ast.Reset: Session._reset,
+    ast.Delete: Session._delete,
+    ast.Show: Session._show,
+    ast.Ancestors: Session._ancestors,
+    ast.Descendants: Session._descendants,
+    ast.Subgraph: Session._subgraph,
+    ast.Depends: Session._depends,
+    ast.Polynomial: Session._polynomial,
+    ast.Evaluate: Session._evaluate,
+}
 
 
 def _coerce(name: str, semiring: Any, v: Any, stmt: ast.Evaluate) -> Any:

@@ -11,6 +11,7 @@ import math
 import re
 from functools import cache
 from importlib.resources import files
+from typing import cast
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import (
@@ -213,7 +214,7 @@ def _from_lark(e: UnexpectedInput, text: str, source: str) -> QuerySyntaxError:
             what = "backquoted name" if e.char == "`" else "string"
             detail = f"unterminated {what}; close it with {e.char} before the end of the line"
             return _syntax_error(text, source, e.line, e.column, detail)
-        expected = _accepts_at(text, e.pos_in_stream) or set(e.allowed)
+        expected = _accepts_at(text, cast(int, e.pos_in_stream)) or set(e.allowed)  # always set on this error
         detail = f"unexpected {_quote(e.char)}; expected {_describe_expected(expected)}"
         return _syntax_error(text, source, e.line, e.column, detail)
     if isinstance(e, UnexpectedToken) and e.token.type != "$END":
@@ -252,7 +253,7 @@ class _ToAst(Transformer):
         self._source = source
 
     def _error(self, token: Token, detail: str, offset: int = 0) -> QuerySyntaxError:
-        return _syntax_error(self._text, self._source, token.line, token.column + offset, detail)
+        return _syntax_error(self._text, self._source, token.line or 0, (token.column or 0) + offset, detail)
 
     # -- statements
 

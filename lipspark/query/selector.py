@@ -3,7 +3,7 @@
 * ``tuple REL(col = v, …) [in M] [execution N]`` — a base tuple (a token without incoming edges):
   a workflow input tuple or a tuple of a module's initial state (tokens show their key columns);
 * ``input | state | output REL(…) [of M] [execution N]`` — a module's input, state or output
-  node (the ``·`` p-node of the paper's types i, s, o), matched on the whole tuple;
+  node (the INPUT, STATE or OUTPUT p-node of the paper's types i, s, o), matched on the whole tuple;
 * ``invocation M [execution N]``; ``node ID``; ``token "Cars:C2"``;
 * ``value COL of SEL`` — the v-node of column ``COL`` of the tuples ``SEL`` selects.
 
@@ -13,7 +13,7 @@ why when nothing matches (unknown relation or module, hidden by a ZoomOut, remov
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
 >>> from lipspark.query.ast import TupleSel, Condition
->>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "label": ["Cars:C1", "Cars:C2"],
+>>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "op": "token", "label": ["Cars:C1", "Cars:C2"],
 ...                                    "relation": "Cars", "module": "dealer1",
 ...                                    "tuple": ['{"CarId": "C1"}', '{"CarId": "C2"}']}), pd.DataFrame({"src": [], "dst": []}))
 >>> g.ids[resolve(g, TupleSel("tuple", "Cars", (Condition("CarId", "=", "C2"),), "dealer1"))].tolist()
@@ -28,12 +28,14 @@ from typing import Any, Callable
 import numpy as np
 
 from lipspark.errors import QueryError
-from lipspark.graph.index import NODE_TYPES, GraphIndex
+from lipspark.graph.index import GraphIndex
 from lipspark.query.ast import Condition, InvocationSel, NodeSel, Selector, TokenSel, TupleSel, ValueSel
+from lipspark.vocabulary import Op
+from lipspark.vocabulary.ids import ordinal_of
 
 __all__ = ["resolve", "describe"]
 
-_LOW = np.int64((1 << 40) - 1)
+_BOUNDARY_OP = {"input": Op.INPUT, "state": Op.STATE, "output": Op.OUTPUT}
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
 }
@@ -93,11 +95,10 @@ def _tuples(g: GraphIndex, sel: TupleSel) -> np.ndarray:
     if not mask.any():
         known = sorted({str(r) for r in rel if isinstance(r, str)})
         raise _fail(sel, f"no relation {sel.relation!r} in this graph (relations: {', '.join(known) or 'none'})")
-    code = g.type_code
     if sel.kind == "tuple":
-        mask &= (np.diff(g.in_ptr) == 0) & ~g.is_v & (code != NODE_TYPES.index("m"))
+        mask &= g.op == Op.TOKEN
     else:
-        mask &= (code == NODE_TYPES.index(sel.kind[0])) & ~g.is_v & (g.labels[g.label_code] == "·")
+        mask &= (g.op == _BOUNDARY_OP[sel.kind]) & ~g.is_v
     if not mask.any():
         raise _fail(sel, f"no {sel.kind} node of relation {sel.relation} in this view" + _hidden_hint(g))
     if sel.module is not None:
@@ -134,10 +135,11 @@ def _values(g: GraphIndex, sel: ValueSel, base: np.ndarray) -> np.ndarray:
         raise _fail(sel, f"no value nodes of a column {sel.column!r} in this view (columns with v-nodes carry an aggregate or a black-box result)")
     inv = g.nodes["invocation"].to_numpy(dtype="float64", na_value=np.nan)
     rel = _col(g, "relation")
-    key = {(int(inv[p]) if not np.isnan(inv[p]) else -1, rel[p], int(g.type_code[p]), int(g.ids[p] & _LOW)): p for p in cand.tolist()}
+    ordinal = ordinal_of(g.ids)
+    key = {(int(inv[p]) if not np.isnan(inv[p]) else -1, rel[p], int(g.type_code[p]), int(ordinal[p])): p for p in cand.tolist()}
     out = []
     for p in base.tolist():
-        hit = key.get((int(inv[p]) if not np.isnan(inv[p]) else -1, rel[p], int(g.type_code[p]), int(g.ids[p] & _LOW)))
+        hit = key.get((int(inv[p]) if not np.isnan(inv[p]) else -1, rel[p], int(g.type_code[p]), int(ordinal[p])))
         if hit is not None:
             out.append(hit)
     if not out:
@@ -153,15 +155,16 @@ def resolve(g: GraphIndex, sel: Selector) -> np.ndarray:
         return np.array([g.position(sel.id)], dtype=np.int64)
     if isinstance(sel, TokenSel):
         hits = np.flatnonzero(g.labels[g.label_code] == sel.label)
-        hits = hits[np.diff(g.in_ptr)[hits] == 0]
+        hits = hits[g.op[hits] == Op.TOKEN]
         if not len(hits):
             raise _fail(sel, f"no token labelled {sel.label!r} in this view")
         return hits
     if isinstance(sel, InvocationSel):
         mod = _col(g, "module")
-        mask = (g.type_code == NODE_TYPES.index("m")) & (mod == sel.module)
+        is_inv = g.op == Op.INVOCATION
+        mask = is_inv & (mod == sel.module)
         if not mask.any():
-            known = sorted({str(m) for m in mod[g.type_code == NODE_TYPES.index("m")]})
+            known = sorted({str(m) for m in mod[is_inv]})
             raise _fail(sel, f"no module {sel.module!r} (modules: {', '.join(known) or 'none'})")
         if sel.execution is not None:
             ex = g.nodes["execution"].to_numpy(dtype="float64", na_value=np.nan)

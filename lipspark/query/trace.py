@@ -12,7 +12,8 @@ the descendants of the deleted nodes).
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
->>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "label": ["R:a", "R:b", "·", "+"]}),
+>>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "op": ["token", "token", "·", "+"],
+...                                    "label": ["R:a", "R:b", "·", "+"]}),
 ...                      pd.DataFrame({"src": [1, 2, 1, 3], "dst": [3, 3, 4, 4]}))
 >>> subgraph(g, 2).tolist()
 [1, 2, 3, 4]

@@ -3,7 +3,7 @@
 ``zoom_out(g, modules)`` hides the intermediate computation of every invocation of the named
 modules, in all executions, together with their state nodes and the base tuples adjacent to
 those state nodes; each invocation is replaced by one p-node labelled with the module (type
-``z``), with an edge from each of the invocation's inputs and an edge to each of its outputs.
+``z``, operator ZOOM: a black box), with an edge from each of the invocation's inputs and an edge to each of its outputs.
 The invocation node, the input and the output nodes stay. ``zoom_in`` is the exact inverse:
 the hidden nodes and edges are kept in the zoomed view and given back node for node and edge for
 edge.
@@ -16,7 +16,7 @@ it as well, so that nothing is left dangling.
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
->>> n = pd.DataFrame({"id": [1, 16, 3, 4, 5, 6], "kind": "p",
+>>> n = pd.DataFrame({"id": [1, 16, 3, 4, 5, 6], "kind": "p", "op": ["token", "invocation", "input", "δ", "output", "state"],
 ...                   "label": ["R:a", "M", "·", "δ", "·", "·"], "type": [None, "m", "i", None, "o", "s"],
 ...                   "module": [None, "M", "M", "M", "M", "M"], "execution": [None, 1, 1, 1, 1, 1]})
 >>> e = pd.DataFrame({"src": [1, 16, 3, 6, 4, 16, 16], "dst": [3, 3, 4, 4, 5, 5, 6]})
@@ -37,10 +37,12 @@ import pandas as pd
 
 from lipspark.errors import QueryError
 from lipspark.graph.index import NODE_TYPES, GraphIndex, gather, unique_positions
+from lipspark.vocabulary import Op
+from lipspark.vocabulary.ids import zoom_id
 
 __all__ = ["zoom_out", "zoom_in", "intermediate", "ZoomRecord", "zoomed_modules"]
 
-_I, _S, _O, _M, _Z = (NODE_TYPES.index(t) for t in "isomz")
+_I, _S, _O = (NODE_TYPES.index(t) for t in "iso")
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ def _invocations(g: GraphIndex, module: str) -> np.ndarray:
 
 def _invocations_of(g: GraphIndex, modules: list[str]) -> dict[str, np.ndarray]:
     """Positions of the invocation nodes of each module (one pass over the invocation nodes)."""
-    inv = np.flatnonzero(g.type_code == _M)
+    inv = np.flatnonzero(g.op == Op.INVOCATION)
     names = g.nodes["module"].iloc[inv].astype(object).to_numpy()
     return {m: inv[names == m] for m in modules}
 
@@ -107,7 +109,7 @@ def _hidden(g: GraphIndex, inv: np.ndarray) -> np.ndarray:
     mask[_intermediate(g, inv, inputs, state)] = True
     mask[state] = True
     kids = gather(g.in_ptr, g.in_src, state)
-    base = kids[(np.diff(g.in_ptr)[kids] == 0) & (g.type_code[kids] != _M) & ~g.is_v[kids]]
+    base = kids[g.op[kids] == Op.TOKEN]
     mask[base] = True
     return mask
 
@@ -115,7 +117,7 @@ def _hidden(g: GraphIndex, inv: np.ndarray) -> np.ndarray:
 def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
     """The view of ``g`` with every invocation of ``modules`` zoomed out (section 4.1, steps 1–5)."""
     modules = list(dict.fromkeys(modules))
-    known = set(g.nodes.loc[g.type_code == _M, "module"].dropna().astype(str))
+    known = set(g.nodes.loc[g.op == Op.INVOCATION, "module"].dropna().astype(str))
     for m in modules:
         if m in g.zoom:
             raise QueryError(f"module {m!r} is already zoomed out; zoomin {m} first")
@@ -135,7 +137,7 @@ def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
         touch = mask[g.src] | mask[g.dst]
         records[m] = ZoomRecord(m, g.nodes[mask], g.ids[g.src[touch]], g.ids[g.dst[touch]], g.eid[touch])
         inv = invocations[m]
-        zid = g.ids[inv] | np.int64(1)  # ordinal 1 of an invocation's segment is free (see docs/graph-format.md)
+        zid = np.array([zoom_id(i) for i in g.ids[inv].tolist()], dtype=np.int64)
         at = np.minimum(np.searchsorted(g.ids, zid), len(g.ids) - 1)  # ids are sorted: no hashing of the graph
         if len(zid) and (g.ids[at] == zid).any():
             raise QueryError(f"cannot zoom out {m!r}: its zoom node ids are taken; is the graph already zoomed?")
@@ -143,6 +145,7 @@ def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
         rows["id"] = zid
         rows["label"] = m
         rows["type"] = "z"
+        rows["op"] = np.int8(Op.ZOOM)
         new_nodes.append(rows)
         ups = gather(g.out_ptr, g.out_dst, inv)
         owner = np.repeat(np.arange(len(inv)), np.diff(g.out_ptr)[inv])
@@ -165,7 +168,7 @@ def zoom_in(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
             raise QueryError(f"module {m!r} is not zoomed out in this view (zoomed out: {zoomed})")
     records = {k: v for k, v in g.zoom.items() if k not in modules}
     mod = g.nodes["module"].isin(modules).to_numpy(dtype=bool, na_value=False)
-    drop = (g.type_code == _Z) & mod
+    drop = (g.op == Op.ZOOM) & mod
     keep_edges = ~(drop[g.src] | drop[g.dst])
     restored = [g.zoom[m] for m in modules]
     add_nodes = pd.concat([r.nodes for r in restored], ignore_index=True)

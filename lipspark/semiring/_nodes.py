@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lipspark.errors import SemiringError
+from lipspark.vocabulary.ops import AGGREGATE_OPS
 from lipspark.semiring._traverse import fold_many
 
 __all__ = [
@@ -28,8 +29,8 @@ __all__ = [
     "black_box",
 ]
 
-#: The aggregate operators an :class:`AggValue` may carry.
-AGG_OPS: tuple[str, ...] = ("Count", "Sum", "Min", "Max", "Avg")
+#: The aggregate operators an :class:`AggValue` may carry (their labels, in operator order).
+AGG_OPS: tuple[str, ...] = tuple(o.label for o in sorted(AGGREGATE_OPS))
 _OPS_LOWER = {op.lower(): op for op in AGG_OPS}
 
 

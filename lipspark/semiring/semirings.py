@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from lipspark.errors import SemiringError
 from lipspark.semiring._nodes import canonical_op
+from lipspark.vocabulary.aggregates import aggregate
 
 __all__ = [
     "Semiring",
@@ -45,26 +46,16 @@ __all__ = [
 K = TypeVar("K")
 
 
-def _aggregate_values(op: str, values: list[Any], weights: list[int] | None = None) -> Any:
-    """Aggregate a bag given as values with multiplicities (``weights``, default all 1).
+def _aggregate_values(op: str, values: Sequence[Any], weights: Sequence[int] | None = None) -> Any:
+    """Aggregate a bag given as values with multiplicities (``weights``, default all 1), with
+    the one definition of what an aggregate computes (:func:`lipspark.vocabulary.aggregate`):
+    null values do not take part, Count counts the non-null values, the others are None when
+    nothing is left.
 
-    ``Count`` counts every element (like ``COUNT(*)``); the other operators ignore
-    ``None`` values (SQL semantics) and return None when nothing is left.
+    >>> _aggregate_values("Count", [None, 1, 2]), _aggregate_values("Sum", [3, None], [2, 5])
+    (2, 6)
     """
-    op = canonical_op(op)
-    ws = weights if weights is not None else [1] * len(values)
-    if op == "Count":
-        return sum(ws)
-    present = [(v, w) for v, w in zip(values, ws) if v is not None and w > 0]
-    if not present:
-        return None
-    if op == "Sum":
-        return sum(v * w for v, w in present)
-    if op == "Min":
-        return min(v for v, _ in present)
-    if op == "Max":
-        return max(v for v, _ in present)
-    return sum(v * w for v, w in present) / sum(w for _, w in present)
+    return aggregate(canonical_op(op), values, weights)
 
 
 class Semiring(ABC, Generic[K]):
@@ -129,8 +120,9 @@ class Semiring(ABC, Generic[K]):
     def aggregate(self, op: str, pairs: Sequence[tuple[K, Any]]) -> Any:
         """Evaluate ``Σ kᵢ ⊗ vᵢ``: aggregate the values whose ``kᵢ`` is not zero.
 
-        Count gives the number of surviving pairs; Sum/Min/Max/Avg ignore None values
-        and return None when no (non-None) value survives.
+        Count gives the number of surviving pairs with a non-null value; Sum/Min/Max/Avg
+        ignore None values and return None when no (non-None) value survives
+        (:func:`lipspark.vocabulary.aggregate`).
         """
         survivors = [v for k, v in pairs if not self.is_zero(k)]
         return _aggregate_values(op, survivors)
@@ -161,7 +153,7 @@ class BooleanSemiring(Semiring[bool]):
 class CountingSemiring(Semiring[int]):
     """``(ℕ, +, ×, 0, 1)``: bag multiplicities; δ(n) = 1 if n > 0 else 0.
 
-    ``aggregate`` gives the bag result: Count = Σkᵢ, Sum = Σkᵢvᵢ, Min/Max over values
+    ``aggregate`` gives the bag result: Count = Σkᵢ over non-null values, Sum = Σkᵢvᵢ, Min/Max over values
     with kᵢ > 0, Avg = Σkᵢvᵢ / Σkᵢ; None when no pair has kᵢ > 0 (except Count, 0).
 
     >>> COUNTING.aggregate("Avg", [(2, 10), (0, 99), (1, 40)])

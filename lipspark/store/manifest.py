@@ -1,4 +1,16 @@
-"""Graph directories on disk: ``manifest.json`` and the Parquet tables of its segments."""
+"""Graph directories on disk: ``manifest.json`` and the Parquet tables of its segments.
+
+Reading only: a manifest's entries become typed :class:`~lipspark.vocabulary.Segment` records
+(:meth:`Segment.from_json`), paired with their tables as Arrow tables.
+
+>>> import json, os, tempfile
+>>> d = tempfile.mkdtemp()
+>>> with open(os.path.join(d, "manifest.json"), "w") as fh:
+...     json.dump({"format": "lipspark-graph", "version": 1, "segments": [
+...         {"seg": 1, "kind": "invocation", "meta": {"type": "m", "label": "dealer1"}}]}, fh)
+>>> read_segments(d, read_manifest(d))
+[(InvocationSegment(seg=1, context=Context(module=None, node=None, execution=None, invocation=None), label='dealer1'), {})]
+"""
 from __future__ import annotations
 
 import json
@@ -9,9 +21,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lipspark.errors import StoreError
-from lipspark.vocabulary.segments import FORMAT_VERSION
+from lipspark.vocabulary.segments import FORMAT_VERSION, Segment
 
-__all__ = ["read_json", "read_manifest", "read_segments"]
+__all__ = ["read_json", "read_manifest", "read_segments", "PROVENANCE_DIR"]
+
+#: Where a deferred store keeps the eager store its executions are replayed into (by
+#: ``lipspark materialize``); readers load the graph from there.
+PROVENANCE_DIR = "provenance"
 
 
 def read_json(path: str, what: str) -> Any:
@@ -36,11 +52,13 @@ def read_manifest(path: str) -> dict[str, Any]:
     return manifest
 
 
-def read_segments(path: str, manifest: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """``[(header, {table: pyarrow.Table})]`` of a graph directory."""
-    out = []
+def read_segments(path: str, manifest: dict[str, Any]) -> list[tuple[Segment, dict[str, pa.Table]]]:
+    """``[(segment, {table: pyarrow.Table})]`` of a graph directory (the manifest's entries read
+    by :meth:`Segment.from_json`, so an unknown kind or a missing field is a :class:`StoreError`)."""
+    out: list[tuple[Segment, dict[str, pa.Table]]] = []
     for seg in manifest["segments"]:
-        tables = {}
+        segment = Segment.from_json(seg)
+        tables: dict[str, pa.Table] = {}
         for name, entry in seg.get("tables", {}).items():
             tpath = os.path.join(path, entry["path"])
             try:
@@ -54,5 +72,5 @@ def read_segments(path: str, manifest: dict[str, Any]) -> list[tuple[dict[str, A
                                   "children": pa.array([], pa.list_(pa.int64())), "value": pa.array([], pa.string())})
             table = table.rename_columns([renames.get(c, c) for c in table.column_names])
             tables[name] = table
-        out.append(({k: v for k, v in seg.items() if k != "tables"}, tables))
+        out.append((segment, tables))
     return out

@@ -2,16 +2,23 @@
 
 :func:`render` draws and optionally writes a self-contained HTML page, :func:`to_html` returns
 the page, :func:`repr_html` wraps it in an ``<iframe>`` for Jupyter. See ``docs/viz.md``.
+Importing this package makes graphs draw themselves in Jupyter: it sets
+:attr:`GraphIndex.html_renderer <lipspark.graph.index.GraphIndex.html_renderer>` (the graph
+layer does not import the drawing layer; query results import it when displayed).
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
->>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": ["p", "v"], "label": ["R:a", "1"], "value": [None, 1]}),
+>>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": ["p", "v"], "op": ["token", "constant"], "label": ["R:a", "1"],
+...                                    "value": [None, 1]}),
 ...                      pd.DataFrame({"src": [1], "dst": [2]}))
 >>> [n["shape"] for n in render(g).nodes]
 ['ellipse', 'box']
+>>> g._repr_html_().startswith("<iframe")
+True
 """
 from __future__ import annotations
 
+from lipspark.graph.index import GraphIndex
 from lipspark.viz.render import (
     DrawingInfo,
     levels,
@@ -20,5 +27,7 @@ from lipspark.viz.render import (
     repr_html,
     to_html,
 )
+
+GraphIndex.html_renderer = repr_html
 
 __all__ = ["DrawingInfo", "levels", "module_colours", "render", "repr_html", "to_html"]

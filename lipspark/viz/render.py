@@ -22,7 +22,8 @@ offline and in a sandboxed notebook iframe.
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
 >>> g = GraphIndex.build(
-...     pd.DataFrame({"id": [1, 2, 3, 4], "kind": ["p", "p", "p", "v"], "label": ["Cars:C2", "dealer1", "·", "1"],
+...     pd.DataFrame({"id": [1, 2, 3, 4], "kind": ["p", "p", "p", "v"], "op": ["token", "invocation", "state", "constant"],
+...                   "label": ["Cars:C2", "dealer1", "·", "1"],
 ...                   "type": [None, "m", "s", None], "module": [None, "dealer1", "dealer1", "dealer1"],
 ...                   "execution": [None, 1, 1, 1], "value": [None, None, None, 1]}),
 ...     pd.DataFrame({"src": [1, 2], "dst": [3, 3]}))
@@ -49,7 +50,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lipspark.errors import LipsparkError, StoreError
+from lipspark.graph.expression import Tensor, expressions, token_name
 from lipspark.graph.index import NODE_TYPES, GraphIndex, gather
+from lipspark.query.deletion import DeletionResult
+from lipspark.query.engine import Result
+from lipspark.vocabulary import Op
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyvis.network import Network
@@ -71,7 +76,6 @@ TOOLTIP_POLYNOMIAL_CHARS = 300
 _VALUE_CHARS = 24
 _FIELD_CHARS = 200
 _TYPE_NAMES = {"i": "input", "s": "state", "o": "output", "m": "module invocation", "z": "zoomed-out module"}
-_M, _Z = NODE_TYPES.index("m"), NODE_TYPES.index("z")
 
 
 @dataclass(frozen=True)
@@ -105,9 +109,6 @@ class _Drawing:
 
 def _select(obj: Any, title: str | None) -> _Drawing:
     """What to draw for a GraphIndex, a query Result or a DeletionResult."""
-    from lipspark.query.deletion import DeletionResult
-    from lipspark.query.engine import Result
-
     if isinstance(obj, GraphIndex):
         g, pos, removed, default = obj, np.arange(len(obj), dtype=np.int64), None, "provenance graph"
     elif isinstance(obj, DeletionResult):
@@ -187,7 +188,8 @@ def levels(g: GraphIndex, positions: np.ndarray) -> np.ndarray:
     first input). So levels strictly increase along every drawn edge.
 
     >>> import pandas as pd
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "label": ["R:a", "·", "·", "R:b"],
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "op": ["token", "·", "·", "token"],
+    ...                                    "label": ["R:a", "·", "·", "R:b"],
     ...                                    "execution": [None, 1, 2, None]}),
     ...                      pd.DataFrame({"src": [1, 1, 4], "dst": [2, 3, 3]}))
     >>> levels(g, np.arange(4)).tolist()
@@ -251,7 +253,7 @@ def module_colours(g: GraphIndex) -> dict[str, tuple[str, str]]:
     the whole.
 
     >>> import pandas as pd
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "label": ["a", "b"], "module": ["dealer1", "agg"]}),
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "op": "token", "label": ["a", "b"], "module": ["dealer1", "agg"]}),
     ...                      pd.DataFrame({"src": [], "dst": []}))
     >>> module_colours(g)
     {'agg': ('#aec7e8', '#1f77b4'), 'dealer1': ('#ffbb78', '#ff7f0e')}
@@ -263,28 +265,20 @@ def module_colours(g: GraphIndex) -> dict[str, tuple[str, str]]:
 def _polynomials(g: GraphIndex, pos: np.ndarray, lv: np.ndarray) -> dict[int, str]:
     """Polynomial text of every drawn node (positions in ``g``); sub-expressions are shared by
     computing from the rightmost nodes first, whose memo covers their ancestors."""
-    import importlib
-
-    poly = importlib.import_module("lipspark.query.polynomial")  # the package re-exports a function of that name
-
-    exprs = getattr(poly, "_exprs", None)
     memo: dict[int, Any] = {}
     failed: dict[int, str] = {}
     for p in pos[np.argsort(-lv, kind="stable")].tolist():
         if p in memo or p in failed:
             continue
         try:
-            if exprs is not None:
-                memo.update(exprs(g, p))
-            else:
-                memo[p] = poly.polynomial(g, int(g.ids[p]))
+            memo.update(expressions(g, p))
         except (LipsparkError, KeyError, IndexError, ValueError, TypeError) as err:
             failed[p] = f"unavailable ({type(err).__name__}: {err})"
     out: dict[int, str] = {}
     for p in pos.tolist():
         if p in failed:
             out[p] = failed[p]
-        elif p in memo and not isinstance(memo[p], tuple):  # a ⊗ has no polynomial of its own
+        elif p in memo and not isinstance(memo[p], Tensor):  # a ⊗ has no polynomial of its own
             out[p] = str(memo[p])
     return out
 
@@ -301,11 +295,7 @@ def _shows(text: str, value: Any) -> bool:
 
 def _label(g: GraphIndex, p: int, row: dict[str, Any]) -> str:
     t = NODE_TYPES[g.type_code[p]]
-    text = g.label(p)
-    if t == "m":
-        from lipspark.query.polynomial import token_name
-
-        text = token_name(g, p)
+    text = token_name(g, p) if g.op[p] == Op.INVOCATION else g.label(p)
     label = text
     if t:
         label += f" [{t}]"
@@ -495,11 +485,11 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
         else:
             mods_present.add(str(module))
             bg, border = colours.get(str(module), _NO_MODULE)
-        code = g.type_code[p]
+        op = g.op[p]
         opts: dict[str, Any] = {"level": int(lv[k]), "title": _tooltip(g, p, row, polys.get(p), with_poly, bool(d.marked[k]))}
-        if code == _M:
+        if op == Op.INVOCATION:
             shape, opts["size"] = "diamond", 12
-        elif code == _Z:
+        elif op == Op.ZOOM:
             shape = "box"
             opts["shapeProperties"] = {"borderRadius": 12}
             opts["borderWidth"] = 2.5
@@ -595,7 +585,7 @@ def render(obj: Any, path: str | None = None, *, max_nodes: int = 1500, title: s
     --------
     >>> import pandas as pd
     >>> from lipspark.query import Session
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3], "kind": "p", "label": ["R:a", "R:b", "·"],
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3], "kind": "p", "op": ["token", "token", "·"], "label": ["R:a", "R:b", "·"],
     ...                                    "relation": ["R", "R", None]}),
     ...                      pd.DataFrame({"src": [1, 2], "dst": [3, 3]}))
     >>> r = Session(g).run("delete node 1")[0]
@@ -617,7 +607,7 @@ def to_html(obj: Any, *, max_nodes: int = 1500, title: str | None = None) -> str
     """The self-contained HTML page :func:`render` draws for ``obj`` (nothing is written).
 
     >>> import pandas as pd
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [1], "kind": "p", "label": ["R:<b>"]}), pd.DataFrame({"src": [], "dst": []}))
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1], "kind": "p", "op": "token", "label": ["R:<b>"]}), pd.DataFrame({"src": [], "dst": []}))
     >>> page = to_html(g, title="<R>")
     >>> "<title>&lt;R&gt;</title>" in page, "R:<b>" in page
     (True, False)
@@ -629,20 +619,19 @@ def repr_html(obj: Any, *, max_nodes: int = 1500, height: int = 720) -> str | No
     """HTML showing ``obj`` inline in a Jupyter notebook: the page of :func:`to_html` in an
     ``<iframe srcdoc=...>`` (escaped, sandboxed: scripts run, nothing else is allowed).
 
-    Meant as ``_repr_html_`` of graphs and results (``GraphIndex._repr_html_ = repr_html``);
+    Used as ``_repr_html_`` of graphs (importing :mod:`lipspark.viz` sets
+    :attr:`GraphIndex.html_renderer <lipspark.graph.index.GraphIndex.html_renderer>`) and of results;
     returns None for a result without a graph (the notebook then shows its text), and a short
     message instead of the drawing when it is too large.
 
     >>> import pandas as pd
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [1], "kind": "p", "label": ["R:a"]}), pd.DataFrame({"src": [], "dst": []}))
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1], "kind": "p", "op": "token", "label": ["R:a"]}), pd.DataFrame({"src": [], "dst": []}))
     >>> frame = repr_html(g)
     >>> frame.startswith('<iframe srcdoc="&lt;!DOCTYPE html&gt;'), 'sandbox="allow-scripts"' in frame, "<script" in frame
     (True, True, False)
     >>> print(repr_html(g, max_nodes=0))  # doctest: +ELLIPSIS
     <pre class="lipspark-error">lipspark: 1 nodes to draw, more than the limit of 0: zoom out ...</pre>
     """
-    from lipspark.query.engine import Result
-
     if isinstance(obj, Result) and obj.graph is None:
         return None
     try:

@@ -17,18 +17,19 @@ import json
 import pandas as pd
 
 from lipspark.graph.index import GraphIndex
+from lipspark.vocabulary import Op
 
 __all__ = ["COLUMNS", "FIG_EDGES", "FIG_NODES", "figure2c"]
 
-COLUMNS = ["id", "kind", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
+COLUMNS = ["id", "kind", "op", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
 _CTX = {"module": "dealer1", "node": "dealer1", "execution": 1, "invocation": 100}
 
 
-def _n(nid: int, kind: str, label: str, ctx: bool = True, **attrs: object) -> dict[str, object]:
+def _n(nid: int, kind: str, op: Op, label: str, ctx: bool = True, **attrs: object) -> dict[str, object]:
     row: dict[str, object] = dict.fromkeys(COLUMNS)
     if ctx:
         row.update(_CTX)
-    row.update(id=nid, kind=kind, label=label, **attrs)
+    row.update(id=nid, kind=kind, op=op, label=label, **attrs)
     return row
 
 
@@ -37,28 +38,28 @@ def _t(**cols: object) -> str:
 
 
 FIG_NODES = [
-    _n(100, "p", "dealer1", type="m"),
-    _n(1, "p", "Requests:B1", ctx=False, relation="Requests", tuple=_t(BidId="B1")),
-    _n(2, "p", "Cars:C1", ctx=False, relation="Cars", tuple=_t(CarId="C1")),
-    _n(3, "p", "Cars:C2", ctx=False, relation="Cars", tuple=_t(CarId="C2")),
-    _n(4, "p", "Cars:C3", ctx=False, relation="Cars", tuple=_t(CarId="C3")),
-    _n(10, "p", "·", type="i", relation="Requests", tuple=_t(BidId="B1", UserId="P1", Model="Civic")),
-    _n(11, "p", "·", type="s", relation="Cars", tuple=_t(CarId="C1", Model="Accord")),
-    _n(12, "p", "·", type="s", relation="Cars", tuple=_t(CarId="C2", Model="Civic")),
-    _n(13, "p", "·", type="s", relation="Cars", tuple=_t(CarId="C3", Model="Civic")),
-    _n(-21, "p", "·"),
-    _n(-22, "p", "·"),
-    _n(-30, "p", "δ"),
-    _n(31, "v", "Count", value=2),
-    _n(32, "v", "⊗"),
-    _n(33, "v", "1", value=1),
-    _n(34, "v", "⊗"),
-    _n(35, "v", "1", value=1),
-    _n(40, "v", "calcBid", value=19500.0),
-    _n(50, "p", "·", type="o", relation="Bids", tuple=_t(BidId="B1", UserId="P1", Model="Civic", Amount=19500.0)),
-    _n(51, "v", "·", type="o", relation="Bids", column="Amount", value=19500.0),
-    _n(60, "p", "+"),
-    _n(70, "p", "rankCars"),
+    _n(100, "p", Op.INVOCATION, "dealer1", type="m"),
+    _n(1, "p", Op.TOKEN, "Requests:B1", ctx=False, relation="Requests", tuple=_t(BidId="B1")),
+    _n(2, "p", Op.TOKEN, "Cars:C1", ctx=False, relation="Cars", tuple=_t(CarId="C1")),
+    _n(3, "p", Op.TOKEN, "Cars:C2", ctx=False, relation="Cars", tuple=_t(CarId="C2")),
+    _n(4, "p", Op.TOKEN, "Cars:C3", ctx=False, relation="Cars", tuple=_t(CarId="C3")),
+    _n(10, "p", Op.INPUT, "·", type="i", relation="Requests", tuple=_t(BidId="B1", UserId="P1", Model="Civic")),
+    _n(11, "p", Op.STATE, "·", type="s", relation="Cars", tuple=_t(CarId="C1", Model="Accord")),
+    _n(12, "p", Op.STATE, "·", type="s", relation="Cars", tuple=_t(CarId="C2", Model="Civic")),
+    _n(13, "p", Op.STATE, "·", type="s", relation="Cars", tuple=_t(CarId="C3", Model="Civic")),
+    _n(-21, "p", Op.TIMES, "·"),
+    _n(-22, "p", Op.TIMES, "·"),
+    _n(-30, "p", Op.DELTA, "δ"),
+    _n(31, "v", Op.COUNT, "Count", value=2),
+    _n(32, "v", Op.TENSOR, "⊗"),
+    _n(33, "v", Op.CONSTANT, "1", value=1),
+    _n(34, "v", Op.TENSOR, "⊗"),
+    _n(35, "v", Op.CONSTANT, "1", value=1),
+    _n(40, "v", Op.BLACK_BOX, "calcBid", value=19500.0),
+    _n(50, "p", Op.OUTPUT, "·", type="o", relation="Bids", tuple=_t(BidId="B1", UserId="P1", Model="Civic", Amount=19500.0)),
+    _n(51, "v", Op.OUTPUT, "·", type="o", relation="Bids", column="Amount", value=19500.0),
+    _n(60, "p", Op.PLUS, "+"),
+    _n(70, "p", Op.BLACK_BOX, "rankCars"),
 ]
 
 FIG_EDGES = [

@@ -25,7 +25,7 @@ def no_edges() -> pd.DataFrame:
 
 
 def values_graph(values: list[Any]) -> GraphIndex:
-    n = pd.DataFrame({"id": range(1, len(values) + 1), "kind": "v", "label": [f"c{i}" for i in range(len(values))],
+    n = pd.DataFrame({"id": range(1, len(values) + 1), "kind": "v", "op": "constant", "label": [f"c{i}" for i in range(len(values))],
                       "value": pd.Series(values, dtype=object)})
     return GraphIndex.build(n, no_edges())
 
@@ -48,13 +48,14 @@ def test_round_trip(tmp_path: Path):
     ref = g.to_networkx()
     ops = dict(zip(g.ids.tolist(), operations(g)))
     for node, data in ref.nodes(data=True):
-        expect = dict(data)
+        expect = dict(data, op=data["op"].name.lower())  # the operator by name
         if ops[node] is not None:
             expect["operation"] = ops[node]
         assert back.nodes[node] == expect, node
     assert back.nodes[-30]["label"] == "δ" and back.nodes[32]["label"] == "⊗" and back.nodes[-21]["label"] == "·"
     assert back.nodes[31]["value"] == 2.0 and back.nodes[40]["value"] == 19500.0  # ints and floats: one double key
     assert back.nodes[100]["type"] == "m" and "operation" not in back.nodes[100]
+    assert back.nodes[-30]["op"] == "delta" and back.nodes[40]["op"] == "black_box" and back.nodes[31]["op"] == "count"
     assert back.nodes[-21]["invocation"] == 100 and back.nodes[-21]["execution"] == 1
     assert "type" not in back.nodes[-21] and "value" not in back.nodes[-21]  # missing values are left out
     assert os.listdir(tmp_path) == ["g.graphml"]

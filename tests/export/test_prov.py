@@ -161,7 +161,7 @@ def test_multiplicity():
 
 
 def test_multiplicity_on_usage():
-    n = pd.DataFrame({"id": [1, 2], "kind": "p", "label": ["M", "·"], "type": ["m", "i"], "module": "M"})
+    n = pd.DataFrame({"id": [1, 2], "kind": "p", "op": ["invocation", "input"], "label": ["M", "·"], "type": ["m", "i"], "module": "M"})
     g = GraphIndex.build(n, pd.DataFrame({"src": [1, 1], "dst": [2, 2]}))
     (use,) = by_type(to_prov(g), ProvUsage)
     assert attrs(use) == {"multiplicity": 2}
@@ -170,7 +170,8 @@ def test_multiplicity_on_usage():
 def test_edges_the_capture_does_not_make():
     from prov.model import ProvCommunication
 
-    n = pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "label": ["M", "N", "R:a", "·"], "type": ["m", "m", None, None]})
+    n = pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "op": ["invocation", "invocation", "token", "·"], "label": ["M", "N", "R:a", "·"],
+                      "type": ["m", "m", None, None]})
     g = GraphIndex.build(n, pd.DataFrame({"src": [1, 3, 1], "dst": [2, 2, 4]}))
     doc = to_prov(g)
     assert pairs(doc, ProvCommunication, "prov:informed", "prov:informant") == {(2, 1)}
@@ -198,7 +199,7 @@ def test_deterministic_and_sorted_by_id():
 
 
 def test_empty_graph():
-    g = GraphIndex.build(pd.DataFrame({"id": pd.Series([], dtype="int64"), "kind": [], "label": []}),
+    g = GraphIndex.build(pd.DataFrame({"id": pd.Series([], dtype="int64"), "kind": [], "op": [], "label": []}),
                          pd.DataFrame({"src": pd.Series([], dtype="int64"), "dst": pd.Series([], dtype="int64")}))
     assert to_prov(g).get_records() == []
 
@@ -249,7 +250,7 @@ def test_positions_export_a_part():
 def test_values_of_every_type():
     values = [float("nan"), float("inf"), decimal.Decimal("1.50"), datetime.date(2012, 8, 27),
               datetime.datetime(2012, 8, 27, 10, 0, 0), {"a": [1, 2]}, True, "text", 2**40]
-    n = pd.DataFrame({"id": range(1, len(values) + 1), "kind": "v", "label": [f"c{i}" for i in range(len(values))],
+    n = pd.DataFrame({"id": range(1, len(values) + 1), "kind": "v", "op": "constant", "label": [f"c{i}" for i in range(len(values))],
                       "value": pd.Series(values, dtype=object)})
     g = GraphIndex.build(n, pd.DataFrame({"src": pd.Series([], dtype="int64"), "dst": pd.Series([], dtype="int64")}))
     doc = to_prov(g)

@@ -13,13 +13,14 @@ from hypothesis import strategies as st
 
 from lipspark.errors import LipsparkError, StoreError
 from lipspark.graph.index import GraphIndex, gather
+from lipspark.vocabulary import Op
 from tests.query.graphs import assert_same_graph, generate, signature, workflow_graphs
 
 SETTINGS = settings(max_examples=20, deadline=None, database=None)
 
 
 def _nodes(ids, labels=None):
-    return pd.DataFrame({"id": ids, "kind": "p", "label": labels or ["x"] * len(ids)})
+    return pd.DataFrame({"id": ids, "kind": "p", "op": "+", "label": labels or ["x"] * len(ids)})
 
 
 def _edges(pairs):
@@ -82,7 +83,7 @@ def test_dangling_edges_are_a_store_error(pairs, which):
 
 
 def test_dangling_edge_in_a_graph_without_nodes_is_a_store_error():
-    empty = pd.DataFrame({"id": pd.Series([], dtype="int64"), "kind": [], "label": []})
+    empty = pd.DataFrame({"id": pd.Series([], dtype="int64"), "kind": [], "op": [], "label": []})
     with pytest.raises(StoreError, match="does not exist"):
         GraphIndex.build(empty, _edges([(1, 2)]))
     g = GraphIndex.build(empty, _edges([]))
@@ -92,6 +93,20 @@ def test_dangling_edge_in_a_graph_without_nodes_is_a_store_error():
 def test_duplicate_ids_are_a_store_error():
     with pytest.raises(StoreError, match="two nodes with the same id"):
         GraphIndex.build(_nodes([1, 2, 1], ["a", "b", "c"]), _edges([(1, 2)]))
+
+
+def test_the_op_column_is_required_and_parsed():
+    with pytest.raises(StoreError, match="no 'op' column"):
+        GraphIndex.build(pd.DataFrame({"id": [1], "kind": "p", "label": ["R:a"]}), _edges([]))
+    with pytest.raises(StoreError, match="node column 'op': unknown operator 'teleport'"):
+        GraphIndex.build(_nodes([1]).assign(op=["teleport"]), _edges([]))
+    with pytest.raises(StoreError, match="unknown operator code"):
+        GraphIndex.build(_nodes([1]).assign(op=[99]), _edges([]))
+    with pytest.raises(StoreError, match="no operator"):
+        GraphIndex.build(_nodes([1, 2]).assign(op=["token", None]), _edges([]))
+    g = GraphIndex.build(_nodes([1, 2, 3, 4]).assign(op=[Op.TOKEN, 3, "δ", "Count"]), _edges([]))
+    assert g.op.dtype == np.int8 and g.op.tolist() == [Op.TOKEN, Op.TIMES, Op.DELTA, Op.COUNT]
+    assert g.attrs(3)["op"] is Op.COUNT and g.op_of(2) is Op.DELTA
 
 
 def test_unknown_node_type_is_a_store_error():
@@ -208,7 +223,7 @@ def test_derive_keeps_and_adds(gen, rnd):
     edge_keep = keep[g.src] & keep[g.dst] & np.array([rnd.random() < 0.8 for _ in range(g.num_edges)], dtype=bool)
     kept_ids = g.ids[keep].tolist()
     new_id = next(i for i in range(7, 10**6) if not g.contains(i))
-    add_nodes = pd.DataFrame({"id": [new_id], "kind": ["p"], "label": ["M"], "type": ["z"], "module": ["mod0"], "execution": [1]})
+    add_nodes = pd.DataFrame({"id": [new_id], "kind": ["p"], "op": ["zoom"], "label": ["M"], "type": ["z"], "module": ["mod0"], "execution": [1]})
     targets = rnd.sample(kept_ids, min(2, len(kept_ids)))
     add = (np.asarray([new_id] * len(targets), dtype=np.int64), np.asarray(targets, dtype=np.int64), np.full(len(targets), -1, dtype=np.int64))
     d = g.derive(keep, edge_keep, add_nodes, add, zoom={"mod0": "record"})
@@ -217,7 +232,7 @@ def test_derive_keeps_and_adds(gen, rnd):
     full = gen.networkx()
     for n in kept_ids:
         want.add_node(n, **full.nodes[n])
-    want.add_node(new_id, kind="p", label="M", type="z", module="mod0", execution=1)
+    want.add_node(new_id, kind="p", op=Op.ZOOM, label="M", type="z", module="mod0", execution=1)
     want.add_edges_from(zip(g.ids[g.src[edge_keep]].tolist(), g.ids[g.dst[edge_keep]].tolist()))
     want.add_edges_from(zip([new_id] * len(targets), targets))
     assert_same_graph(d, want)
@@ -270,10 +285,10 @@ def test_same_as_on_generated_graphs():
             assert not g.same_as(type(gen)(gen.rows, fewer, [], {}).index)
 
 
-@pytest.mark.parametrize("column, value", [("label", "+"), ("value", 3), ("module", "other"), ("execution", 2),
+@pytest.mark.parametrize("column, value", [("label", "+"), ("op", "input"), ("value", 3), ("module", "other"), ("execution", 2),
                                            ("type", "o"), ("tuple", '{"a": 2}'), ("kind", "v"), ("invocation", None)])
 def test_same_as_detects_a_changed_attribute(column, value):
-    nodes = pd.DataFrame({"id": [1, 2], "kind": ["p", "v"], "label": ["·", "Count"], "value": pd.Series([None, 2], dtype=object),
+    nodes = pd.DataFrame({"id": [1, 2], "kind": ["p", "v"], "op": ["state", "count"], "label": ["·", "Count"], "value": pd.Series([None, 2], dtype=object),
                           "type": ["i", None], "module": ["m", "m"], "execution": [1, 1], "tuple": ['{"a": 1}', None],
                           "invocation": [7, 7]})
     edges = _edges([(1, 2), (1, 2)])

@@ -14,9 +14,12 @@
 * :func:`naive_delete` is a deliberately plain reference implementation of Definition 4.2, and
   :func:`signature`/:func:`assert_same_graph` compare graphs node for node and edge for edge.
 
-Ids follow the real scheme: ``segment << 40 | ordinal``, one segment per operation, invocation
-nodes ``inv_seg << 40`` alone in their segment (so ``inv | 1`` is free for a zoom node), and
-64-bit hash-like (possibly negative) ids for some ``δ``/``·`` nodes, as xxhash gives.
+Every node has its operator (``op``, a :class:`~lipspark.vocabulary.Op`) next to its display
+label. Ids follow the real scheme of :mod:`lipspark.vocabulary.ids`: positional ids, one segment
+per operation, invocation nodes alone in their segment (so :func:`zoom_id` is free for a zoom
+node), aggregate v-nodes by :func:`aggregate_ids`, ⊗ and member value nodes by slot, and 64-bit
+hash-like (possibly negative) ids for some ``δ``/``·`` nodes, as xxhash gives. Aggregate values
+are :func:`lipspark.vocabulary.aggregate` of the members.
 """
 from __future__ import annotations
 
@@ -34,15 +37,14 @@ import pandas as pd
 from hypothesis import strategies as st
 
 from lipspark.graph.index import GraphIndex
+from lipspark.vocabulary import AGGREGATE_OPS, Op, aggregate
+from lipspark.vocabulary.ids import aggregate_ids, member_value_ids, ordinal_of, positional, tensor_ids, zoom_id
 
 __all__ = [
     "AGG_OPS",
     "COLUMNS",
-    "DOT_LIKE",
-    "SHIFT",
     "Generated",
     "Recorder",
-    "aggregate_value",
     "assert_same_graph",
     "dealership",
     "generate",
@@ -52,26 +54,18 @@ __all__ = [
     "workflow_graphs",
 ]
 
-SHIFT = 40
-LOW = (1 << SHIFT) - 1
-COLUMNS = ["id", "kind", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
-AGG_OPS = ("Count", "Sum", "Min", "Max", "Avg")
-DOT_LIKE = ("·", "⊗")
+COLUMNS = ["id", "kind", "op", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
+#: The aggregate labels, in a fixed order (random choices must not depend on set order).
+AGG_OPS = tuple(o.label for o in sorted(AGGREGATE_OPS))
+_P_OPS = {"·": Op.TIMES, "+": Op.PLUS, "δ": Op.DELTA, "udf": Op.BLACK_BOX}
 
 
-def aggregate_value(op: str, values: list[Any]) -> Any:
-    """The value of an aggregate over member values (what the capture records)."""
-    if op == "Count":
-        return len(values)
-    if not values:
-        return None
-    if op == "Sum":
-        return sum(values)
-    if op == "Min":
-        return min(values)
-    if op == "Max":
-        return max(values)
-    return sum(values) / len(values)
+def _tensor(seg: int, slot: int) -> int:
+    return int(tensor_ids(seg, np.array([slot]))[0])
+
+
+def _member_value(seg: int, slot: int) -> int:
+    return int(member_value_ids(seg, np.array([slot]))[0])
 
 
 # ---------------------------------------------------------------------------------- graphs
@@ -144,14 +138,14 @@ class Recorder:
         """A 64-bit hash-like id (δ and · member nodes), possibly negative."""
         while True:
             h = self.rng.getrandbits(64) - (1 << 63)
-            if h not in self.rows and (h & LOW) > 1:
+            if h not in self.rows and ordinal_of(h) > 1:
                 return h
 
-    def node(self, nid: int, kind: str, label: str, seg: int, name: str | None = None, **attrs: Any) -> int:
+    def node(self, nid: int, kind: str, op: Op, label: str, seg: int, name: str | None = None, **attrs: Any) -> int:
         assert nid not in self.rows, f"generator bug: id {nid} used twice"
         row = dict.fromkeys(COLUMNS)
         row.update(self.ctx)
-        row.update(id=int(nid), kind=kind, label=label, seg=seg)
+        row.update(id=int(nid), kind=kind, op=op, label=label, seg=seg)
         row.update(attrs)
         self.rows[int(nid)] = row
         if name is not None:
@@ -163,9 +157,9 @@ class Recorder:
 
     def invocation(self, module: str, node: str, execution: int) -> int:
         seg = self.segment()
-        inv = seg << SHIFT
+        inv = positional(seg, 0)
         self.ctx = {"module": module, "node": node, "execution": execution, "invocation": inv}
-        self.node(inv, "p", module, seg, type="m")
+        self.node(inv, "p", Op.INVOCATION, module, seg, type="m")
         self.invocations.setdefault(module, []).append(inv)
         return inv
 
@@ -173,7 +167,7 @@ class Recorder:
         ids = set(self.rows)
         for invs in self.invocations.values():
             for inv in invs:
-                assert inv | 1 not in ids, "generator bug: an invocation's zoom id is taken"
+                assert zoom_id(inv) not in ids, "generator bug: an invocation's zoom id is taken"
         for s, d in self.edges:
             assert s in ids and d in ids, "generator bug: dangling edge"
         return Generated(list(self.rows.values()), list(self.edges), modules, self.invocations, dict(self.names))
@@ -220,7 +214,7 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
             state[m][rel] = []
             for r in range(rng.randint(0, max_tuples)):
                 tup = _tuple(K=f"k{r}")
-                tok = rec.node(seg << SHIFT | r, "p", f"{rel}:k{r}", seg, relation=rel, tuple=tup)
+                tok = rec.node(positional(seg, r), "p", Op.TOKEN, f"{rel}:k{r}", seg, relation=rel, tuple=tup)
                 state[m][rel].append((tok, tup, None, None))
 
     values: dict[int, Any] = {}
@@ -237,8 +231,8 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
                 tseg, bseg = rec.segment(), rec.segment()
                 for r in range(rng.randint(1, max_tuples)):
                     key = f"e{e}r{r}"
-                    tok = rec.node(tseg << SHIFT | r, "p", f"{rel}:{key}", tseg, type="i", relation=rel, tuple=_tuple(K=key))
-                    nid = rec.node(bseg << SHIFT | r, "p", "·", bseg, type="i", relation=rel, tuple=_tuple(K=key, X=r))
+                    tok = rec.node(positional(tseg, r), "p", Op.TOKEN, f"{rel}:{key}", tseg, type="i", relation=rel, tuple=_tuple(K=key))
+                    nid = rec.node(positional(bseg, r), "p", Op.INPUT, "·", bseg, type="i", relation=rel, tuple=_tuple(K=key, X=r))
                     rec.edge(tok, nid)
                     rec.edge(inv, nid)
                     pool_p.append(nid)
@@ -247,12 +241,12 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
                     bseg = rec.segment()
                     vseg = rec.segment() if any(o.v is not None for o in outs) else None
                     for r, o in enumerate(outs):
-                        nid = rec.node(bseg << SHIFT | r, "p", "·", bseg, type="i", relation=rel, tuple=o.tup)
+                        nid = rec.node(positional(bseg, r), "p", Op.INPUT, "·", bseg, type="i", relation=rel, tuple=o.tup)
                         rec.edge(o.p, nid)
                         rec.edge(inv, nid)
                         pool_p.append(nid)
                         if o.v is not None:
-                            vid = rec.node(vseg << SHIFT | r, "v", "·", vseg, type="i", relation=rel, column="X", value=o.value)
+                            vid = rec.node(positional(vseg, r), "v", Op.INPUT, "·", vseg, type="i", relation=rel, column="X", value=o.value)
                             rec.edge(o.v, vid)
                             rec.edge(inv, vid)
                             values[vid] = o.value
@@ -265,13 +259,13 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
                 vseg = rec.segment() if any(s[2] is not None for s in sources) else None
                 read[rel] = []
                 for r, (src, tup, vsrc, val) in enumerate(sources):
-                    sid = rec.node(sseg << SHIFT | r, "p", "·", sseg, type="s", relation=rel, tuple=tup)
+                    sid = rec.node(positional(sseg, r), "p", Op.STATE, "·", sseg, type="s", relation=rel, tuple=tup)
                     rec.edge(src, sid)
                     rec.edge(inv, sid)
                     pool_p.append(sid)
                     svid = None
                     if vsrc is not None:
-                        svid = rec.node(vseg << SHIFT | r, "v", "·", vseg, type="s", relation=rel, column="V", value=val)
+                        svid = rec.node(positional(vseg, r), "v", Op.STATE, "·", vseg, type="s", relation=rel, column="V", value=val)
                         rec.edge(vsrc, svid)
                         rec.edge(inv, svid)
                         values[svid] = val
@@ -282,31 +276,31 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
             for _ in range(rng.randint(0, max_ops) if pool_p else 0):
                 op = rng.choice(["·", "·", "+", "δ", "udf", "agg", "agg", "calc"])
                 seg = rec.segment()
-                nid_p = rec.hash_id() if rng.random() < 0.5 else seg << SHIFT
+                nid_p = rec.hash_id() if rng.random() < 0.5 else positional(seg, 0)
                 if op in ("·", "+", "δ", "udf"):
                     lo = 1 if op in ("δ", "udf") else 2
                     kids = rng.choices(pool_p, k=rng.randint(lo, 3))  # with replacement: multi-edges
-                    nid = rec.node(nid_p, "p", op, seg)
+                    nid = rec.node(nid_p, "p", _P_OPS[op], op, seg)
                     for k in kids:
                         rec.edge(k, nid)
                     pool_p.append(nid)
                 elif op == "agg":
                     members = rng.choices(pool_p, k=rng.randint(1, 3))
-                    g = rec.node(nid_p, "p", "δ", seg)
+                    g = rec.node(nid_p, "p", Op.DELTA, "δ", seg)
                     for mem in members:
                         rec.edge(mem, g)
                     n_aggs = rng.randint(1, 2)
                     for j in range(n_aggs):
-                        agg_op = rng.choice(AGG_OPS)
+                        agg_op = rng.choice(sorted(AGGREGATE_OPS))
                         # a member's value: a new constant, or (not for Count) the argument's own v-node
-                        own = [rng.choice(pool_v) if agg_op != "Count" and pool_v and rng.random() < 0.3 else None for _ in members]
-                        vals = [1 if agg_op == "Count" else values[o] if o is not None else rng.choice([rng.randint(-3, 12), rng.randint(0, 9) + 0.5])
+                        own = [rng.choice(pool_v) if agg_op is not Op.COUNT and pool_v and rng.random() < 0.3 else None for _ in members]
+                        vals = [1 if agg_op is Op.COUNT else values[o] if o is not None else rng.choice([rng.randint(-3, 12), rng.randint(0, 9) + 0.5])
                                 for o in own]
-                        a = rec.node(seg << SHIFT | (1 << 39) | j, "v", agg_op, seg, value=aggregate_value(agg_op, vals))
-                        values[a] = aggregate_value(agg_op, vals)
+                        a = rec.node(aggregate_ids(nid_p, j), "v", agg_op, agg_op.label, seg, value=aggregate(agg_op, vals))
+                        values[a] = aggregate(agg_op, vals)
                         for slot, (mem, v, o) in enumerate(zip(members, vals, own)):
-                            t = rec.node(seg << SHIFT | (2 * (slot * n_aggs + j) + 2), "v", "⊗", seg)
-                            c = o if o is not None else rec.node(seg << SHIFT | (2 * (slot * n_aggs + j) + 3), "v", _fmt(v), seg, value=v)
+                            t = rec.node(_tensor(seg, (slot * n_aggs + j)), "v", Op.TENSOR, "⊗", seg)
+                            c = o if o is not None else rec.node(_member_value(seg, (slot * n_aggs + j)), "v", Op.CONSTANT, _fmt(v), seg, value=v)
                             rec.edge(mem, t)
                             rec.edge(c, t)
                             rec.edge(t, a)
@@ -317,7 +311,7 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
                     if pool_v and rng.random() < 0.5:
                         kids.append(rng.choice(pool_v))
                     val = rng.randint(0, 100)
-                    nid = rec.node(rec.hash_id(), "v", "calc", seg, value=val)
+                    nid = rec.node(rec.hash_id(), "v", Op.BLACK_BOX, "calc", seg, value=val)
                     for k in kids:
                         rec.edge(k, nid)
                     values[nid] = val
@@ -331,7 +325,7 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
             outs = []
             for r in range(n_out):
                 tup = _tuple(K=f"{w}e{e}r{r}", X=r)
-                oid = rec.node(oseg << SHIFT | r, "p", "·", oseg, type="o", relation=rel, tuple=tup)
+                oid = rec.node(positional(oseg, r), "p", Op.OUTPUT, "·", oseg, type="o", relation=rel, tuple=tup)
                 for f in rng.choices(pool_p, k=rng.randint(1, 2)):
                     rec.edge(f, oid)
                 rec.edge(inv, oid)
@@ -339,7 +333,7 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
                 if vseg is not None:
                     src = rng.choice(pool_v)
                     val = values[src]
-                    vid = rec.node(vseg << SHIFT | r, "v", "·", vseg, type="o", relation=rel, column="X", value=val)
+                    vid = rec.node(positional(vseg, r), "v", Op.OUTPUT, "·", vseg, type="o", relation=rel, column="X", value=val)
                     rec.edge(src, vid)
                     rec.edge(inv, vid)
                     values[vid] = val
@@ -360,7 +354,7 @@ def generate(rng: random.Random | int, *, modules: int | None = None, executions
                     if rng.random() < 0.5:  # one factor: that node is the tuple's p-node
                         src = rng.choice(pool_p)
                     else:  # several factors: a · node of the written relation ("collapse")
-                        src = rec.node(cseg << SHIFT | r, "p", "·", cseg)
+                        src = rec.node(positional(cseg, r), "p", Op.TIMES, "·", cseg)
                         for f in rng.choices(pool_p, k=2):
                             rec.edge(f, src)
                     vsrc = rng.choice(pool_v) if pool_v and rng.random() < 0.3 else None
@@ -406,7 +400,7 @@ def dealership(executions: int = 2) -> Generated:
     cars = [("C1", "Accord"), ("C2", "Civic"), ("C3", "Civic")]
     r.ctx = {"module": "dealer1"}
     seg = r.segment()
-    state = [(r.node(seg << SHIFT | i, "p", f"Cars:{c}", seg, name=f"Cars:{c}", relation="Cars", tuple=_tuple(CarId=c)),
+    state = [(r.node(positional(seg, i), "p", Op.TOKEN, f"Cars:{c}", seg, name=f"Cars:{c}", relation="Cars", tuple=_tuple(CarId=c)),
               {"CarId": c, "Model": model}) for i, (c, model) in enumerate(cars)]
     for e in range(1, executions + 1):
         inv = r.invocation("dealer1", "dealer1", e)
@@ -414,9 +408,9 @@ def dealership(executions: int = 2) -> Generated:
         tseg, iseg = r.segment(), r.segment()
         reqs = []
         for i, (bid, user, model) in enumerate(requests[e]):
-            tok = r.node(tseg << SHIFT | i, "p", f"Requests:{bid}", tseg, name=f"Requests:{bid}", type="i",
+            tok = r.node(positional(tseg, i), "p", Op.TOKEN, f"Requests:{bid}", tseg, name=f"Requests:{bid}", type="i",
                          relation="Requests", tuple=_tuple(BidId=bid))
-            node = r.node(iseg << SHIFT | i, "p", "·", iseg, name=f"in:{bid}", type="i", relation="Requests",
+            node = r.node(positional(iseg, i), "p", Op.INPUT, "·", iseg, name=f"in:{bid}", type="i", relation="Requests",
                           tuple=_tuple(UserId=user, BidId=bid, Model=model))
             r.edge(tok, node)
             r.edge(inv, node)
@@ -424,7 +418,7 @@ def dealership(executions: int = 2) -> Generated:
         sseg = r.segment()
         read = []
         for i, (src, tup) in enumerate(state):
-            s = r.node(sseg << SHIFT | i, "p", "·", sseg, name=f"state:{tup['CarId']}[{e}]", type="s", relation="Cars", tuple=json.dumps(tup))
+            s = r.node(positional(sseg, i), "p", Op.STATE, "·", sseg, name=f"state:{tup['CarId']}[{e}]", type="s", relation="Cars", tuple=json.dumps(tup))
             r.edge(src, s)
             r.edge(inv, s)
             read.append((s, tup))
@@ -435,32 +429,32 @@ def dealership(executions: int = 2) -> Generated:
             joins = []
             for j, (s, tup) in enumerate(read):
                 if tup["Model"] == model:
-                    jn = r.node(jseg << SHIFT | (j + 2), "p", "·", jseg, name=f"join:{bid}:{tup['CarId']}")
+                    jn = r.node(positional(jseg, j + 2), "p", Op.TIMES, "·", jseg, name=f"join:{bid}:{tup['CarId']}")
                     r.edge(s, jn)
                     r.edge(node, jn)
                     joins.append(jn)
             gseg = r.segment()
-            g = r.node(gseg << SHIFT, "p", "δ", gseg, name=f"group:{bid}")
+            g = r.node(positional(gseg, 0), "p", Op.DELTA, "δ", gseg, name=f"group:{bid}")
             for jn in joins:
                 r.edge(jn, g)
-            cnt = r.node(gseg << SHIFT | (1 << 39), "v", "Count", gseg, name=f"count:{bid}", value=len(joins))
+            cnt = r.node(aggregate_ids(g, 0), "v", Op.COUNT, "Count", gseg, name=f"count:{bid}", value=len(joins))
             for slot, jn in enumerate(joins):
-                t = r.node(gseg << SHIFT | (2 * slot + 2), "v", "⊗", gseg)
-                c = r.node(gseg << SHIFT | (2 * slot + 3), "v", "1", gseg, value=1)
+                t = r.node(_tensor(gseg, slot), "v", Op.TENSOR, "⊗", gseg)
+                c = r.node(_member_value(gseg, slot), "v", Op.CONSTANT, "1", gseg, value=1)
                 r.edge(jn, t)
                 r.edge(c, t)
                 r.edge(t, cnt)
             amount = 20000.0 - 500.0 * max(len(joins) - 1, 0)
             bseg = r.segment()
-            calc = r.node(bseg << SHIFT | 2, "v", "calcBid", bseg, name=f"calc:{bid}", value=amount)
+            calc = r.node(positional(bseg, 2), "v", Op.BLACK_BOX, "calcBid", bseg, name=f"calc:{bid}", value=amount)
             r.edge(g, calc)
             r.edge(cnt, calc)
-            out = r.node(oseg << SHIFT | i, "p", "·", oseg, name=f"bids:{bid}", type="o", relation="Bids",
+            out = r.node(positional(oseg, i), "p", Op.OUTPUT, "·", oseg, name=f"bids:{bid}", type="o", relation="Bids",
                          tuple=_tuple(BidId=bid, UserId=user, Model=model, Amount=amount))
             r.edge(node, out)
             r.edge(g, out)
             r.edge(inv, out)
-            outv = r.node(vseg << SHIFT | i, "v", "·", vseg, name=f"amount:{bid}", type="o", relation="Bids", column="Amount", value=amount)
+            outv = r.node(positional(vseg, i), "v", Op.OUTPUT, "·", vseg, name=f"amount:{bid}", type="o", relation="Bids", column="Amount", value=amount)
             r.edge(calc, outv)
             r.edge(inv, outv)
             bids.append((bid, user, model, amount, out, outv))
@@ -469,31 +463,31 @@ def dealership(executions: int = 2) -> Generated:
         ainv = r.invocation("agg", "agg", e)
         r.names[f"agg[{e}]"] = ainv
         aseg, avseg, gseg = r.segment(), r.segment(), r.segment()
-        g = r.node(gseg << SHIFT, "p", "δ", gseg, name=f"agg_group[{e}]")
+        g = r.node(positional(gseg, 0), "p", Op.DELTA, "δ", gseg, name=f"agg_group[{e}]")
         best = min(bids, key=lambda b: b[3])
-        mn = r.node(gseg << SHIFT | (1 << 39), "v", "Min", gseg, name=f"min[{e}]", value=best[3])
+        mn = r.node(aggregate_ids(g, 0), "v", Op.MIN, "Min", gseg, name=f"min[{e}]", value=best[3])
         ins = {}
         for i, (bid, user, model, amount, out, outv) in enumerate(bids):
             tup = _tuple(BidId=bid, UserId=user, Model=model, Amount=amount)
-            ai = r.node(aseg << SHIFT | i, "p", "·", aseg, name=f"agg_in:{bid}", type="i", relation="Bids", tuple=tup)
+            ai = r.node(positional(aseg, i), "p", Op.INPUT, "·", aseg, name=f"agg_in:{bid}", type="i", relation="Bids", tuple=tup)
             r.edge(out, ai)
             r.edge(ainv, ai)
-            av = r.node(avseg << SHIFT | i, "v", "·", avseg, name=f"agg_amount:{bid}", type="i", relation="Bids", column="Amount", value=amount)
+            av = r.node(positional(avseg, i), "v", Op.INPUT, "·", avseg, name=f"agg_amount:{bid}", type="i", relation="Bids", column="Amount", value=amount)
             r.edge(outv, av)
             r.edge(ainv, av)
             r.edge(ai, g)
-            t = r.node(gseg << SHIFT | (2 * i + 2), "v", "⊗", gseg, name=f"agg_tensor:{bid}")
+            t = r.node(_tensor(gseg, i), "v", Op.TENSOR, "⊗", gseg, name=f"agg_tensor:{bid}")
             r.edge(ai, t)
             r.edge(av, t)  # Amount has a v-node of its own: the ⊗ pairs the member with it
             r.edge(t, mn)
             ins[bid] = ai
         oseg, vseg = r.segment(), r.segment()
-        bo = r.node(oseg << SHIFT, "p", "·", oseg, name=f"best[{e}]", type="o", relation="BestBid",
+        bo = r.node(positional(oseg, 0), "p", Op.OUTPUT, "·", oseg, name=f"best[{e}]", type="o", relation="BestBid",
                     tuple=_tuple(BidId=best[0], UserId=best[1], Model=best[2], Amount=best[3]))
         r.edge(ins[best[0]], bo)
         r.edge(g, bo)
         r.edge(ainv, bo)
-        bv = r.node(vseg << SHIFT, "v", "·", vseg, name=f"best_amount[{e}]", type="o", relation="BestBid", column="Amount", value=best[3])
+        bv = r.node(positional(vseg, 0), "v", Op.OUTPUT, "·", vseg, name=f"best_amount[{e}]", type="o", relation="BestBid", column="Amount", value=best[3])
         r.edge(mn, bv)
         r.edge(ainv, bv)
     return r.finish(["dealer1", "agg"])
@@ -509,8 +503,9 @@ def nx_of(g: GraphIndex) -> nx.MultiDiGraph:
 
 def naive_delete(g: nx.MultiDiGraph, deleted: Iterable[int]) -> set[int]:
     """Definition 4.2, literally: remove the nodes, then repeat until nothing changes: remove
-    every node that had incoming edges and lost all of them, or that is labelled ``·`` or
-    ``⊗`` and lost one. Edges are a multiset: each copy counts."""
+    every node that had incoming edges and lost all of them, or that is conjunctive (·, ⊗ and
+    the module boundary nodes, :attr:`Op.conjunctive`) and lost one. Edges are a multiset: each
+    copy counts."""
     removed = set(deleted)
     changed = True
     while changed:
@@ -520,7 +515,7 @@ def naive_delete(g: nx.MultiDiGraph, deleted: Iterable[int]) -> set[int]:
                 continue
             sources = [u for u, _ in g.in_edges(v)]
             lost = [u for u in sources if u in removed]
-            if sources and (len(lost) == len(sources) or (lost and g.nodes[v].get("label") in DOT_LIKE)):
+            if sources and (len(lost) == len(sources) or (lost and Op(g.nodes[v]["op"]).conjunctive)):
                 removed.add(v)
                 changed = True
     return removed

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lipspark.graph.index import GraphIndex
-from lipspark.query.deletion import AGGREGATES, UNKNOWN, delete, propagate
+from lipspark.query.deletion import UNKNOWN, delete, propagate
+from lipspark.vocabulary import Op, aggregate
 from tests.query.graphs import (
     AGG_OPS,
-    aggregate_value,
     assert_same_graph,
     dealership,
     naive_delete,
@@ -35,7 +35,7 @@ def _deleted_sets(gen, rnd):
 def _expected_values(nxg: nx.MultiDiGraph, removed: set[int]) -> dict[int, tuple]:
     """The what-if rules, stated plainly: surviving v-nodes downstream of the deletion get
     aggregates recomputed over their surviving ⊗ members (UNKNOWN if a member's value is),
-    ``·`` values copy their value's new value, black boxes become UNKNOWN; report a node
+    boundary values copy their value's new value, black boxes become UNKNOWN; report a node
     when its value is UNKNOWN or differs."""
     downstream = set().union(*(nx.descendants(nxg, r) for r in removed)) - removed
     after: dict[int, object] = {}
@@ -45,19 +45,19 @@ def _expected_values(nxg: nx.MultiDiGraph, removed: set[int]) -> dict[int, tuple
         if a["kind"] != "v":
             continue
         kids = [u for u, _ in nxg.in_edges(v) if u not in removed]
-        label, before = a["label"], a.get("value")
-        if label in AGG_OPS:
+        label, before, op = a["label"], a.get("value"), Op(a["op"])
+        if op.is_aggregate:
             vals = []
             for t in kids:
                 vk = [u for u, _ in nxg.in_edges(t) if nxg.nodes[u]["kind"] == "v"]
                 vals.append(after.get(vk[0], nxg.nodes[vk[0]].get("value")))
-            new = len(vals) if label == "Count" else UNKNOWN if UNKNOWN in vals else aggregate_value(label, vals)
-        elif label == "·":
+            new = len(vals) if label == "Count" else UNKNOWN if UNKNOWN in vals else aggregate(label, vals)
+        elif op.is_boundary:
             vk = [u for u in kids if nxg.nodes[u]["kind"] == "v"]
             if not vk or vk[0] not in after:
                 continue
             new = after[vk[0]]
-        elif label == "⊗" or not nxg.in_degree(v):
+        elif op is Op.TENSOR or not nxg.in_degree(v):
             continue
         else:
             new = UNKNOWN
@@ -110,7 +110,7 @@ def test_what_if_values(gen, rnd):
     assert not set(got) & removed
     # every surviving aggregate: its what-if value is the aggregate of its surviving members
     for n, a in nxg.nodes(data=True):
-        if n in removed or a["label"] not in AGG_OPS:
+        if n in removed or not Op(a["op"]).is_aggregate:
             continue
         members = [t for t, _ in nxg.in_edges(n) if t not in removed]
         assert members, "an aggregate that lost all its members must be gone"
@@ -143,8 +143,8 @@ def test_deleting_everything_upstream_of_an_output_removes_it(gen, data):
 
 def _graph(nodes, edges):
     ids = [n[0] for n in nodes]
-    frame = pd.DataFrame({"id": ids, "kind": [n[1] for n in nodes], "label": [n[2] for n in nodes],
-                          "value": pd.Series([n[3] if len(n) > 3 else None for n in nodes], dtype=object)})
+    frame = pd.DataFrame({"id": ids, "kind": [n[1] for n in nodes], "op": [n[2] for n in nodes], "label": [n[3] for n in nodes],
+                          "value": pd.Series([n[4] if len(n) > 4 else None for n in nodes], dtype=object)})
     return GraphIndex.build(frame, pd.DataFrame({"src": [s for s, _ in edges], "dst": [d for _, d in edges]}, dtype="int64"))
 
 
@@ -154,19 +154,19 @@ def _removed(g, ids):
 
 def test_multi_edges_count_each_copy():
     # Y = X + X + Z
-    g = _graph([(1, "p", "R:x"), (2, "p", "R:z"), (3, "p", "+")], [(1, 3), (1, 3), (2, 3)])
+    g = _graph([(1, "p", "token", "R:x"), (2, "p", "token", "R:z"), (3, "p", "+", "+")], [(1, 3), (1, 3), (2, 3)])
     assert _removed(g, [1]) == [1]
     assert _removed(g, [2]) == [2]
     assert _removed(g, [1, 2]) == [1, 2, 3]
     # Y = X + X: losing X loses both edges
-    g = _graph([(1, "p", "R:x"), (3, "p", "+"), (4, "p", "δ")], [(1, 3), (1, 3), (3, 4)])
+    g = _graph([(1, "p", "token", "R:x"), (3, "p", "+", "+"), (4, "p", "δ", "δ")], [(1, 3), (1, 3), (3, 4)])
     assert _removed(g, [1]) == [1, 3, 4]
     # Y = X·X
-    g = _graph([(1, "p", "R:x"), (2, "p", "R:z"), (3, "p", "·"), (4, "p", "+")], [(1, 3), (1, 3), (3, 4), (2, 4)])
+    g = _graph([(1, "p", "token", "R:x"), (2, "p", "token", "R:z"), (3, "p", "·", "·"), (4, "p", "+", "+")], [(1, 3), (1, 3), (3, 4), (2, 4)])
     assert _removed(g, [1]) == [1, 3]
     # δ over m, m, n with Sum over 4 (m), 6 (m), 5 (n)
-    nodes = [(1, "p", "R:m"), (2, "p", "R:n"), (3, "p", "δ"), (10, "v", "Sum", 15),
-             (11, "v", "⊗"), (12, "v", "4", 4), (13, "v", "⊗"), (14, "v", "6", 6), (15, "v", "⊗"), (16, "v", "5", 5)]
+    nodes = [(1, "p", "token", "R:m"), (2, "p", "token", "R:n"), (3, "p", "δ", "δ"), (10, "v", "sum", "Sum", 15),
+             (11, "v", "⊗", "⊗"), (12, "v", "constant", "4", 4), (13, "v", "⊗", "⊗"), (14, "v", "constant", "6", 6), (15, "v", "⊗", "⊗"), (16, "v", "constant", "5", 5)]
     edges = [(1, 3), (1, 3), (2, 3), (1, 11), (12, 11), (1, 13), (14, 13), (2, 15), (16, 15), (11, 10), (13, 10), (15, 10)]
     g = _graph(nodes, edges)
     r = delete(g, [2])
@@ -177,7 +177,7 @@ def test_multi_edges_count_each_copy():
 
 
 def test_deleting_nothing_or_unknown_ids():
-    g = _graph([(1, "p", "R:x"), (2, "p", "·")], [(1, 2)])
+    g = _graph([(1, "p", "token", "R:x"), (2, "p", "·", "·")], [(1, 2)])
     r = delete(g, [])
     assert r.removed_ids.tolist() == [] and r.values == [] and r.view.same_as(g)
     assert delete(g, [99]).removed_ids.tolist() == []
@@ -190,11 +190,11 @@ def test_deleting_nothing_or_unknown_ids():
 def _aggregate_graph(op, values):
     """R:a, R:b, R:c grouped (δ, id 10) with ``op`` (id 40) over constants ``values``; a black box
     (50) over the group and the aggregate; a value carried across a boundary (60, ·)."""
-    nodes = [(1, "p", "R:a"), (2, "p", "R:b"), (3, "p", "R:c"), (10, "p", "δ"),
-             (40, "v", op, aggregate_value(op, values)), (50, "v", "calc", 7), (60, "v", "·", aggregate_value(op, values)), (61, "p", "M")]
+    nodes = [(1, "p", "token", "R:a"), (2, "p", "token", "R:b"), (3, "p", "token", "R:c"), (10, "p", "δ", "δ"),
+             (40, "v", op, op, aggregate(op, values)), (50, "v", "black_box", "calc", 7), (60, "v", "output", "·", aggregate(op, values)), (61, "p", "invocation", "M")]
     edges = [(1, 10), (2, 10), (3, 10), (10, 50), (40, 50), (40, 60), (61, 60)]
     for i, v in enumerate(values):
-        nodes += [(20 + i, "v", "⊗"), (30 + i, "v", str(v), 1 if op == "Count" else v)]
+        nodes += [(20 + i, "v", "⊗", "⊗"), (30 + i, "v", "constant", str(v), 1 if op == "Count" else v)]
         edges += [(1 + i, 20 + i), (30 + i, 20 + i), (20 + i, 40)]
     return _graph(nodes, edges)
 
@@ -210,13 +210,13 @@ def test_aggregates_are_recomputed_over_surviving_members(op, after):
         assert sorted(changes) == [50]
     else:
         assert sorted(changes) == [40, 50, 60]
-        assert changes[40].label == op and changes[40].before == aggregate_value(op, [5, 2, 9] if op != "Count" else [1] * 3)
+        assert changes[40].label == op and changes[40].before == aggregate(op, [5, 2, 9] if op != "Count" else [1] * 3)
         assert changes[40].after == pytest.approx(after) and changes[60].after == pytest.approx(after)
         assert (changes[60].label, changes[60].before) == ("·", changes[40].before)
     assert str(UNKNOWN) == "unknown"
 
 
-@pytest.mark.parametrize("op", AGGREGATES)
+@pytest.mark.parametrize("op", AGG_OPS)
 def test_an_aggregate_losing_all_members_disappears(op):
     g = _aggregate_graph(op, [5, 2, 9])
     r = delete(g, [1, 2, 3])

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from lipspark.errors import QueryError
 from lipspark.query import Session
 from lipspark.query.deletion import delete
-from lipspark.query.polynomial import polynomial
+from lipspark.query import polynomial
 from lipspark.query.trace import ancestors, descendants, subgraph
 from lipspark.query.zoom import zoom_out
 from tests.query.graphs import dealership, workflow_graphs
@@ -351,7 +351,8 @@ def test_negative_node_ids_can_be_selected():
 
     from lipspark.graph.index import GraphIndex
 
-    g = GraphIndex.build(pd.DataFrame({"id": [-3990714268694853957, 7], "kind": "p", "label": ["δ", "R:a"], "relation": [None, "R"]}),
+    g = GraphIndex.build(pd.DataFrame({"id": [-3990714268694853957, 7], "kind": "p", "op": ["δ", "token"], "label": ["δ", "R:a"],
+                                       "relation": [None, "R"]}),
                          pd.DataFrame({"src": [7], "dst": [-3990714268694853957]}))
     s = Session(g)
     listed = one(s, "descendants node 7").rows[0]["id"]

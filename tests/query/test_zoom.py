@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from lipspark.errors import QueryError
 from lipspark.query.deletion import delete
 from lipspark.query.zoom import intermediate, zoom_in, zoom_out, zoomed_modules
+from lipspark.vocabulary import Op
 from tests.query.graphs import (
     assert_same_graph,
     dealership,
@@ -57,7 +58,7 @@ def reference_zoom_out(g: nx.MultiDiGraph, modules: list[str]) -> nx.MultiDiGrap
         hidden |= inter | states | base
         for inv, p in parts.items():  # step 5
             z = inv | 1
-            zoom_nodes[z] = dict(g.nodes[inv], label=m, type="z")
+            zoom_nodes[z] = dict(g.nodes[inv], label=m, type="z", op=Op.ZOOM)
             zoom_edges += [(i, z) for i in p["i"]] + [(z, o) for o in p["o"]]
     out.remove_nodes_from(hidden)
     for z, attrs in zoom_nodes.items():

@@ -89,7 +89,8 @@ def test_specific_values() -> None:
 
 def test_boolean_aggregate() -> None:
     pairs = [(True, 3), (False, 100), (True, 5), (True, None)]
-    assert BOOLEAN.aggregate("Count", pairs) == 3
+    assert BOOLEAN.aggregate("Count", pairs) == 2  # the null value does not count (count(col), as in Spark)
+    assert BOOLEAN.aggregate("Count", pairs[:3]) == 2
     assert BOOLEAN.aggregate("Sum", pairs) == 8
     assert BOOLEAN.aggregate("Min", pairs) == 3
     assert BOOLEAN.aggregate("Max", pairs) == 5

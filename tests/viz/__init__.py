@@ -34,7 +34,7 @@ def _t(**kw: Any) -> str:
 
 def build(rows: list[dict[str, Any]], edges: list[tuple[int, int]]) -> GraphIndex:
     """A GraphIndex from node rows (missing attributes None) and (src, dst) id pairs."""
-    cols = ["id", "kind", "label", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
+    cols = ["id", "kind", "op", "label", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
     nodes = pd.DataFrame({c: pd.Series([r.get(c) for r in rows], dtype=object) for c in cols})
     nodes["id"] = nodes["id"].astype("int64")
     e = pd.DataFrame({"src": pd.Series([s for s, _ in edges], dtype="int64"), "dst": pd.Series([d for _, d in edges], dtype="int64")})
@@ -48,28 +48,28 @@ def figure2c(*, evil: bool = False) -> GraphIndex:
     d1 = {"module": "dealer1", "node": "dealer1", "execution": 1, "invocation": f["dealer1"]}
     ag = {"module": "agg", "node": "agg", "execution": 1, "invocation": f["agg"]}
     rows = [
-        {"id": f["Cars:C2"], "kind": "p", "label": "Cars:C2", "relation": "Cars", "tuple": _t(CarId="C2", Model="Civic")},
-        {"id": f["Cars:C3"], "kind": "p", "label": "Cars:C3", "relation": "Cars", "tuple": _t(CarId="C3", Model="Civic")},
-        {"id": f["Requests:B1"], "kind": "p", "label": "Requests:B1", "relation": "Requests", "tuple": _t(BidId="B1")},
-        {"id": f["dealer1"], "kind": "p", "label": "dealer1", "type": "m", **d1},
-        {"id": f["in"], "kind": "p", "label": "·", "type": "i", "relation": "Requests", "tuple": _t(UserId="P1", BidId="B1", Model="Civic"), **d1},
-        {"id": f["state:C2"], "kind": "p", "label": "·", "type": "s", "relation": "Cars", "tuple": _t(CarId="C2", Model="Civic"), **d1},
-        {"id": f["state:C3"], "kind": "p", "label": "·", "type": "s", "relation": "Cars", "tuple": _t(CarId="C3", Model="Civic"), **d1},
-        {"id": f["join:C2"], "kind": "p", "label": "·", **d1},
-        {"id": f["join:C3"], "kind": "p", "label": "·", **d1},
-        {"id": f["group"], "kind": "p", "label": "δ", **d1},
-        {"id": f["count"], "kind": "v", "label": "Count", "value": 2, **d1},
-        {"id": f["tensor:C2"], "kind": "v", "label": "⊗", **d1},
-        {"id": f["tensor:C3"], "kind": "v", "label": "⊗", **d1},
-        {"id": f["one:C2"], "kind": "v", "label": "1", "value": 1, **d1},
-        {"id": f["one:C3"], "kind": "v", "label": "1", "value": 1, **d1},
-        {"id": f["calcBid"], "kind": "v", "label": "calcBid", "value": 19500.0, **d1},
-        {"id": f["bids"], "kind": "p", "label": "·", "type": "o", "relation": "Bids",
+        {"id": f["Cars:C2"], "kind": "p", "op": "token", "label": "Cars:C2", "relation": "Cars", "tuple": _t(CarId="C2", Model="Civic")},
+        {"id": f["Cars:C3"], "kind": "p", "op": "token", "label": "Cars:C3", "relation": "Cars", "tuple": _t(CarId="C3", Model="Civic")},
+        {"id": f["Requests:B1"], "kind": "p", "op": "token", "label": "Requests:B1", "relation": "Requests", "tuple": _t(BidId="B1")},
+        {"id": f["dealer1"], "kind": "p", "op": "invocation", "label": "dealer1", "type": "m", **d1},
+        {"id": f["in"], "kind": "p", "op": "input", "label": "·", "type": "i", "relation": "Requests", "tuple": _t(UserId="P1", BidId="B1", Model="Civic"), **d1},
+        {"id": f["state:C2"], "kind": "p", "op": "state", "label": "·", "type": "s", "relation": "Cars", "tuple": _t(CarId="C2", Model="Civic"), **d1},
+        {"id": f["state:C3"], "kind": "p", "op": "state", "label": "·", "type": "s", "relation": "Cars", "tuple": _t(CarId="C3", Model="Civic"), **d1},
+        {"id": f["join:C2"], "kind": "p", "op": "times", "label": "·", **d1},
+        {"id": f["join:C3"], "kind": "p", "op": "times", "label": "·", **d1},
+        {"id": f["group"], "kind": "p", "op": "delta", "label": "δ", **d1},
+        {"id": f["count"], "kind": "v", "op": "count", "label": "Count", "value": 2, **d1},
+        {"id": f["tensor:C2"], "kind": "v", "op": "tensor", "label": "⊗", **d1},
+        {"id": f["tensor:C3"], "kind": "v", "op": "tensor", "label": "⊗", **d1},
+        {"id": f["one:C2"], "kind": "v", "op": "constant", "label": "1", "value": 1, **d1},
+        {"id": f["one:C3"], "kind": "v", "op": "constant", "label": "1", "value": 1, **d1},
+        {"id": f["calcBid"], "kind": "v", "op": "black_box", "label": "calcBid", "value": 19500.0, **d1},
+        {"id": f["bids"], "kind": "p", "op": "output", "label": "·", "type": "o", "relation": "Bids",
          "tuple": _t(BidId="B1", UserId="P1", Model="Civic", Amount=19500.0), **d1},
-        {"id": f["amount"], "kind": "v", "label": "·", "type": "o", "relation": "Bids", "column": "Amount", "value": 19500.0, **d1},
-        {"id": f["agg"], "kind": "p", "label": "agg", "type": "m", **ag},
-        {"id": f["agg_in"], "kind": "p", "label": "·", "type": "i", "relation": "Bids", "tuple": _t(BidId="B1", Amount=19500.0), **ag},
-        {"id": f["best"], "kind": "p", "label": "·", "type": "o", "relation": "BestBid", "tuple": _t(BidId="B1", Amount=19500.0), **ag},
+        {"id": f["amount"], "kind": "v", "op": "output", "label": "·", "type": "o", "relation": "Bids", "column": "Amount", "value": 19500.0, **d1},
+        {"id": f["agg"], "kind": "p", "op": "invocation", "label": "agg", "type": "m", **ag},
+        {"id": f["agg_in"], "kind": "p", "op": "input", "label": "·", "type": "i", "relation": "Bids", "tuple": _t(BidId="B1", Amount=19500.0), **ag},
+        {"id": f["best"], "kind": "p", "op": "output", "label": "·", "type": "o", "relation": "BestBid", "tuple": _t(BidId="B1", Amount=19500.0), **ag},
     ]
     edges = [
         (f["Requests:B1"], f["in"]), (f["dealer1"], f["in"]),
@@ -89,9 +89,9 @@ def figure2c(*, evil: bool = False) -> GraphIndex:
     ]
     if evil:
         rows += [
-            {"id": f["evil"], "kind": "p", "label": "Cars:" + PAYLOAD_IMG, "relation": "Cars" + PAYLOAD_SCRIPT,
+            {"id": f["evil"], "kind": "p", "op": "token", "label": "Cars:" + PAYLOAD_IMG, "relation": "Cars" + PAYLOAD_SCRIPT,
              "tuple": _t(CarId=PAYLOAD_SCRIPT, Model=PAYLOAD_IMG), "module": PAYLOAD_MODULE},
-            {"id": f["state:evil"], "kind": "p", "label": "·", "type": "s", "relation": "Cars",
+            {"id": f["state:evil"], "kind": "p", "op": "state", "label": "·", "type": "s", "relation": "Cars",
              "tuple": _t(CarId=PAYLOAD_SCRIPT, Model=PAYLOAD_IMG), **d1},
         ]
         edges += [(f["evil"], f["state:evil"]), (f["dealer1"], f["state:evil"])]

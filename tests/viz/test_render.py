@@ -125,15 +125,15 @@ def test_levels_increase_along_edges(fig_net: Any) -> None:
 
 
 def test_executions_read_left_to_right() -> None:
-    rows = [{"id": 1, "kind": "p", "label": "Cars:C1", "relation": "Cars"}]
+    rows = [{"id": 1, "kind": "p", "op": "token", "label": "Cars:C1", "relation": "Cars"}]
     edges = []
     for e in (1, 2, 3):
         inv, s, o = 10 * e, 10 * e + 1, 10 * e + 2
-        rows += [{"id": inv, "kind": "p", "label": "dealer1", "type": "m", "module": "dealer1", "execution": e},
-                 {"id": s, "kind": "p", "label": "·", "type": "s", "module": "dealer1", "execution": e},
-                 {"id": o, "kind": "p", "label": "·", "type": "o", "module": "dealer1", "execution": e}]
+        rows += [{"id": inv, "kind": "p", "op": "invocation", "label": "dealer1", "type": "m", "module": "dealer1", "execution": e},
+                 {"id": s, "kind": "p", "op": "state", "label": "·", "type": "s", "module": "dealer1", "execution": e},
+                 {"id": o, "kind": "p", "op": "output", "label": "·", "type": "o", "module": "dealer1", "execution": e}]
         edges += [(inv, s), (1 if e == 1 else 10 * (e - 1) + 1, s), (s, o), (inv, o)]
-    rows.append({"id": 99, "kind": "p", "label": "lonely", "module": "dealer1", "execution": 2})  # no edges at all
+    rows.append({"id": 99, "kind": "p", "op": "token", "label": "lonely", "module": "dealer1", "execution": 2})  # no edges at all
     g = build(rows, edges)
     lv = dict(zip(g.ids.tolist(), levels(g, np.arange(len(g))).tolist()))
     for e in (2, 3):
@@ -152,7 +152,7 @@ def test_big_ids_stay_distinct_strings(fig_net: Any) -> None:
 
 
 def test_parallel_edges_are_one_line_with_a_count() -> None:
-    g = build([{"id": 1, "kind": "p", "label": "R:a", "relation": "R"}, {"id": 2, "kind": "p", "label": "·"}], [(1, 2), (1, 2)])
+    g = build([{"id": 1, "kind": "p", "op": "token", "label": "R:a", "relation": "R"}, {"id": 2, "kind": "p", "op": "·", "label": "·"}], [(1, 2), (1, 2)])
     net = render(g)
     assert net.edges == [{"from": "1", "to": "2", "arrows": "to", "label": "×2"}]
     assert (net.lipspark.edges, net.lipspark.edge_multiset) == (1, 2)
@@ -174,8 +174,8 @@ def test_tooltips_hold_attributes_and_polynomial(fig_net: Any) -> None:
 
 def test_long_polynomials_are_shortened() -> None:
     n = 60
-    rows = [{"id": i, "kind": "p", "label": f"Relation:{'x' * 20}{i}", "relation": "Relation"} for i in range(1, n + 1)]
-    rows.append({"id": 1000, "kind": "p", "label": "+"})
+    rows = [{"id": i, "kind": "p", "op": "token", "label": f"Relation:{'x' * 20}{i}", "relation": "Relation"} for i in range(1, n + 1)]
+    rows.append({"id": 1000, "kind": "p", "op": "+", "label": "+"})
     g = build(rows, [(i, 1000) for i in range(1, n + 1)])
     tip = _by_id(render(g))["1000"]["title"]
     m = re.search(r"polynomial: <code>(.*?)</code>", tip)

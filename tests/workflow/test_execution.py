@@ -56,18 +56,18 @@ def test_graph_has_every_node_type_with_the_right_edges(spark, ledger_runs):
     nodes = g.nodes
     assert set(nodes["type"].dropna()) == {"i", "o", "s", "m"}
     inv = {(r.module, r.execution): r.id for r in nodes[nodes["type"] == "m"].itertuples()}
-    assert len(inv) == 9 and nodes.loc[inv[("ledger", 1)], "label"] == "ledger"
+    assert len(inv) == 9 and g.node(inv[("ledger", 1)])["label"] == "ledger"
     # workflow input tuple -> module input node (·, type i) <- intake invocation
     tok = g.token_id("Deposits:D1-0")
-    (inp,) = [n for n in g.nodes[(g.nodes["type"] == "i") & (g.nodes["label"] == "·")]["id"] if tok in g.children(n)]
-    assert sorted(g.children(inp)) == sorted([tok, inv[("intake", 1)]])
+    (inp,) = [n for n in g.nodes[(g.nodes["type"] == "i") & (g.nodes["label"] == "·")]["id"] if tok in g.child_ids(n)]
+    assert sorted(g.child_ids(inp)) == sorted([tok, inv[("intake", 1)]])
     # the initial state tuple Seen:D0-0 -> state node (·, type s) <- ledger invocation of execution 1
     seen0 = g.token_id("Seen:D0-0")
-    states = [n for n in g.nodes[g.nodes["type"] == "s"]["id"] if seen0 in g.children(n)]
-    assert any(sorted(g.children(s)) == sorted([seen0, inv[("ledger", 1)]]) for s in states)
+    states = [n for n in g.nodes[g.nodes["type"] == "s"]["id"] if seen0 in g.child_ids(n)]
+    assert any(sorted(g.child_ids(s)) == sorted([seen0, inv[("ledger", 1)]]) for s in states)
     # every output node is a · joined with its invocation
     for o in g.nodes[g.nodes["type"] == "o"].itertuples():
-        assert o.invocation in g.children(o.id) and o.label == "·"
+        assert o.invocation in g.child_ids(o.id) and o.label == "·"
     # fine-grained nodes between them: the ledger's group-by δ and Sum, tagged with module and execution
     sums = nodes[(nodes["label"] == "Sum") & (nodes["module"] == "ledger")]
     assert set(sums["execution"]) == {1, 2, 3}
@@ -141,7 +141,8 @@ def test_kill_mid_execution_leaves_last_complete_execution(spark, tmp_path):
     assert stored(spark, root) == stored(spark, clean)
     g1, g2 = load_graph(root), load_graph(clean)
     assert sorted(g1.nodes["id"]) == sorted(g2.nodes["id"])
-    assert sorted(zip(g1.edges["src"], g1.edges["dst"])) == sorted(zip(g2.edges["src"], g2.edges["dst"]))
+    e1, e2 = g1.edge_frame(), g2.edge_frame()
+    assert sorted(zip(e1["src"], e1["dst"])) == sorted(zip(e2["src"], e2["dst"]))
 
 
 def test_boundary_nodes_carry_relation_and_values(spark, ledger_runs):

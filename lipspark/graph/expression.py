@@ -1,0 +1,167 @@
+"""The provenance expression of a node, and its evaluation in a semiring: the one builder.
+
+The expression is built bottom-up over the node's ancestors in topological order, one object
+per node, so shared sub-graphs stay shared sub-expressions (a DAG); expand it only on request
+(:func:`lipspark.semiring.normal_form`). What a node contributes is decided by its operator
+(``g.op``, a :class:`~lipspark.vocabulary.Op`), never by its display label:
+
+* TOKEN p-nodes are tokens named by their label (``Cars:C2``); INVOCATION p-nodes are the token
+  ``M_<module>[<execution>]``, valued ``1`` unless a valuation names them (:func:`token_name`);
+* TIMES, PLUS and DELTA p-nodes are products, sums and δ of their p-children; INPUT, STATE and
+  OUTPUT p-nodes (a tuple crossing a module boundary) are the product of their p-children — the
+  tuple's node · the invocation token;
+* BLACK_BOX and ZOOM p-nodes are black boxes (named by their label) of their p-children;
+* an aggregate v-node (COUNT … AVG) is Σ pᵢ ⊗ vᵢ (:class:`~lipspark.semiring.AggValue`) over its
+  TENSOR children, each pairing a member's p-node with a value node's recorded value;
+* a CONSTANT v-node is its value; an INPUT/STATE/OUTPUT v-node passes the expression of the
+  value it carries across the boundary through; a BLACK_BOX v-node (a value-level UDF) is a black
+  box of the p-nodes it depends on.
+
+>>> import pandas as pd
+>>> from lipspark.graph.index import GraphIndex
+>>> from lipspark.semiring import COUNTING
+>>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "op": ["token", "token", "+", "δ"],
+...                                    "label": ["R:a", "R:b", "+", "δ"]}),
+...                      pd.DataFrame({"src": [1, 2, 3], "dst": [3, 3, 4]}))
+>>> str(polynomial(g, 4))
+'δ(R:a + R:b)'
+>>> evaluate(g, 3, COUNTING, {"R:a": 2}, default=1)
+3
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from lipspark.errors import StoreError
+from lipspark.semiring import AggValue, Token, black_box, delta, plus, times
+from lipspark.semiring import evaluate as evaluate_expr
+from lipspark.semiring.semirings import Semiring
+from lipspark.vocabulary import Op
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.graph.index import GraphIndex
+
+__all__ = ["polynomial", "evaluate", "token_name", "invocation_tokens", "expressions", "product", "Tensor"]
+
+_TOKEN, _INVOCATION, _CONSTANT, _TENSOR = int(Op.TOKEN), int(Op.INVOCATION), int(Op.CONSTANT), int(Op.TENSOR)
+_PRODUCTS = frozenset(int(o) for o in (Op.TIMES, Op.INPUT, Op.STATE, Op.OUTPUT))
+_BOUNDARY = frozenset(int(o) for o in (Op.INPUT, Op.STATE, Op.OUTPUT))
+_BLACK_BOXES = frozenset(int(o) for o in (Op.BLACK_BOX, Op.ZOOM))
+_AGGREGATES = frozenset(int(o) for o in Op if o.is_aggregate)
+
+
+class Tensor(NamedTuple):
+    """What a ⊗ v-node stands for inside an aggregate: a member's provenance and its value.
+    It has no polynomial of its own (an :class:`~lipspark.semiring.AggValue` is made of them)."""
+
+    p: Any
+    value: Any
+
+
+def token_name(g: "GraphIndex", pos: int) -> str:
+    """The token of a leaf p-node: its label, or ``M_<module>[<execution>]`` for an invocation.
+
+    >>> import pandas as pd
+    >>> from lipspark.graph.index import GraphIndex
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [8], "kind": "p", "op": "invocation", "label": "dealer1",
+    ...                                    "execution": [2]}), pd.DataFrame({"src": [], "dst": []}))
+    >>> token_name(g, 0)
+    'M_dealer1[2]'
+    """
+    if g.op[pos] == _INVOCATION:
+        ex = g.nodes["execution"].iat[int(pos)]
+        return f"M_{g.label(pos)}[{'' if ex is None or pd.isna(ex) else int(ex)}]"
+    return g.label(pos)
+
+
+def _p_expr(g: "GraphIndex", pos: int, op: int, exprs: list[Any]) -> Any:
+    if op == _TOKEN or op == _INVOCATION:
+        return Token(token_name(g, pos))
+    if op in _PRODUCTS:
+        return times(*sorted(exprs, key=str))  # canonical display: · commutes
+    if op == int(Op.PLUS):
+        return plus(*sorted(exprs, key=str))
+    if op == int(Op.DELTA):
+        return delta(plus(*sorted(exprs, key=str)))
+    if op in _BLACK_BOXES:
+        return black_box(g.label(pos), *exprs)
+    raise StoreError(f"p-node {int(g.ids[pos])} has operator {Op(op).name.lower()}, which only v-nodes have; the graph is corrupt")
+
+
+def _v_expr(g: "GraphIndex", pos: int, op: int, kids: list[int], memo: dict[int, Any]) -> Any:
+    if op == _TENSOR:
+        p = times(*[memo[c] for c in kids if not g.is_v[c]])
+        vk = [c for c in kids if g.is_v[c]]
+        return Tensor(p, g.value_at(vk[0]) if vk else None)
+    if op in _AGGREGATES:
+        return AggValue(Op(op).label, tuple((memo[t].p, memo[t].value) for t in kids if isinstance(memo[t], Tensor)))
+    if op == _CONSTANT:
+        return g.value_at(pos)
+    if op in _BOUNDARY:  # a value carried across a module boundary: the value's own expression
+        vk = [c for c in kids if g.is_v[c]]
+        return memo[vk[0]] if vk else g.value_at(pos)
+    if op == int(Op.BLACK_BOX):
+        if not kids:
+            return g.value_at(pos)
+        return black_box(g.label(pos), *[memo[c] for c in kids if not g.is_v[c]])
+    raise StoreError(f"v-node {int(g.ids[pos])} has operator {Op(op).name.lower()}, which only p-nodes have; the graph is corrupt")
+
+
+def expressions(g: "GraphIndex", root: int) -> dict[int, Any]:
+    """The expression of the node at position ``root`` and of all its ancestors, by position
+    (a :class:`Tensor` for ⊗ nodes)."""
+    order = g.topological(np.append(g.ancestors(root), root))
+    memo: dict[int, Any] = {}
+    for pos in order.tolist():
+        kids = sorted(g.children(pos).tolist())
+        op = int(g.op[pos])
+        if g.is_v[pos]:
+            memo[pos] = _v_expr(g, pos, op, kids, memo)
+        else:
+            memo[pos] = _p_expr(g, pos, op, [memo[k] for k in kids if not g.is_v[k]])
+    return memo
+
+
+def polynomial(g: "GraphIndex", node: int) -> Any:
+    """The provenance expression of the node with id ``node``: an Expr for a p-node, an
+    :class:`~lipspark.semiring.AggValue` for an aggregate v-node, a constant for a constant."""
+    pos = g.position(node)
+    return expressions(g, pos)[pos]
+
+
+def product(g: "GraphIndex", nodes: Iterable[int]) -> Any:
+    """The · of the expressions of the nodes with ids ``nodes`` (a row's annotation)."""
+    return times(*[polynomial(g, n) for n in nodes])
+
+
+def invocation_tokens(g: "GraphIndex", node: int) -> set[str]:
+    """The invocation tokens (``M_<module>[<execution>]``) the node's expression mentions."""
+    pos = g.position(node)
+    up = np.append(g.ancestors(pos), pos)
+    return {token_name(g, int(p)) for p in up[g.op[up] == _INVOCATION].tolist()}
+
+
+def evaluate(g: "GraphIndex", node: int, semiring: Semiring[Any], valuation: Mapping[str, Any] | Callable[[str], Any] | None = None,
+             default: Any = None) -> Any:
+    """Evaluate the node's provenance in ``semiring``.
+
+    ``valuation`` maps token names to semiring values; tokens it does not name get ``default``
+    (when given) or the semiring's own token value; invocation tokens get ``one`` unless named.
+    """
+    expr = polynomial(g, node)
+    mapping = dict(valuation) if isinstance(valuation, Mapping) else None
+    invocations = invocation_tokens(g, node)
+
+    def look(name: str) -> Any:
+        if mapping is not None and name in mapping:
+            return mapping[name]
+        if mapping is None and callable(valuation):
+            return valuation(name)
+        if name in invocations:
+            return semiring.one
+        return semiring.token_value(name) if default is None else default
+
+    return evaluate_expr(expr, semiring, look)

@@ -1,0 +1,67 @@
+"""The one polynomial builder dispatches on a node's operator, never on its display label."""
+from __future__ import annotations
+
+import pandas as pd
+
+from lipspark.export import operations, to_prov
+from lipspark.graph.expression import Tensor, evaluate, expressions, polynomial, token_name
+from lipspark.graph.index import GraphIndex
+from lipspark.query import Session
+from lipspark.query.deletion import UNKNOWN, delete
+from lipspark.semiring import COUNTING, AggValue, BlackBox, Delta
+from lipspark.viz import render
+
+# R:a (1), R:b (2); a relation-level black box called "Sum" (3) over both; a black box called
+# "δ" (4) over it; a value-level black box called "Max" (5) over R:a, R:b and the value 6; an
+# invocation (7) and a module output (8 = R:a · the invocation), its value (9) carrying 5.
+NODES = pd.DataFrame({
+    "id": [1, 2, 3, 4, 5, 6, 7, 8, 9],
+    "kind": ["p", "p", "p", "p", "v", "v", "p", "p", "v"],
+    "op": ["token", "token", "black_box", "black_box", "black_box", "constant", "invocation", "output", "output"],
+    "label": ["R:a", "R:b", "Sum", "δ", "Max", "6", "dealer1", "·", "·"],
+    "relation": ["R", "R", None, None, None, None, None, "Out", "Out"],
+    "value": pd.Series([None, None, None, None, 9, 6, None, None, 9], dtype=object),
+    "type": [None, None, None, None, None, None, "m", "o", "o"],
+    "module": [None, None, None, None, None, None, "dealer1", "dealer1", "dealer1"],
+    "execution": [None, None, None, None, None, None, 3, 3, 3],
+})
+EDGES = pd.DataFrame({"src": [1, 2, 3, 1, 2, 6, 1, 7, 5, 7], "dst": [3, 3, 4, 5, 5, 5, 8, 8, 9, 9]})
+
+
+def graph() -> GraphIndex:
+    return GraphIndex.build(NODES, EDGES)
+
+
+def test_black_boxes_named_like_operators_stay_black_boxes():
+    g = graph()
+    s, d, m = polynomial(g, 3), polynomial(g, 4), polynomial(g, 5)
+    assert isinstance(s, BlackBox) and s.name == "Sum" and str(s) == "Sum(R:a, R:b)"
+    assert isinstance(d, BlackBox) and not isinstance(d, Delta) and d.name == "δ"
+    assert isinstance(m, BlackBox) and not isinstance(m, AggValue) and m.name == "Max"
+    assert str(g.value(5)) == str(m)  # the value of a black-box v-node is its expression, as for ids
+    assert evaluate(g, 4, COUNTING, {"R:a": 0}, default=1) == 1  # a black box survives while any input does
+
+
+def test_invocations_are_tokens_and_boundary_values_pass_through():
+    g = graph()
+    assert token_name(g, g.position(7)) == "M_dealer1[3]"
+    assert str(polynomial(g, 8)) == "M_dealer1[3]·R:a"  # the tuple's node · the invocation token
+    assert str(polynomial(g, 9)) == str(polynomial(g, 5))  # a value crossing the boundary is the value's expression
+    assert evaluate(g, 8, COUNTING, {"R:a": 2}) == 2  # an invocation is 1 unless a valuation names it
+    assert evaluate(g, 8, COUNTING, {"R:a": 2, "M_dealer1[3]": 0}) == 0
+    memo = expressions(g, g.position(9))
+    assert not any(isinstance(e, Tensor) for e in memo.values())
+
+
+def test_deletion_export_and_drawing_treat_them_as_black_boxes():
+    g = graph()
+    r = delete(g, [1])
+    assert 3 not in r.removed_ids and 5 not in r.removed_ids  # not conjunctive: R:b still feeds them
+    assert {c.node: c.after for c in r.values} == {5: UNKNOWN, 9: UNKNOWN}  # not recomputed as a Max
+    ops = dict(zip(g.ids.tolist(), operations(g)))
+    assert (ops[3], ops[4], ops[5], ops[8], ops[9], ops[7]) == ("black_box", "black_box", "black_box", "times", "times", None)
+    assert 'lps:aggregate' not in to_prov(g).get_provn()
+    tips = {n["id"]: n["title"] for n in render(g).nodes}
+    assert "Max(R:a, R:b)" in tips["5"] and "unavailable" not in "".join(tips.values())
+    rows = Session(g).run("polynomial node 5; polynomial node 4")
+    assert [r.rows[0]["polynomial"] for r in rows] == ["Max(R:a, R:b)", "δ(Sum(R:a, R:b))"]
