@@ -10,6 +10,11 @@ the v-nodes of its arguments and, for nested-bag arguments, their members.
 
 Both work unchanged on plain PySpark DataFrames (no provenance) and on annotated frames.
 
+A UDF in a projection is a black box only when it *is* the function a :class:`BlackBoxFunction`
+made: the rewrite compares the analyzed plan's ``PythonUDF`` JVM function with the black box's
+own (:class:`BlackBoxRegistry`), never names, so a plain ``F.udf(score)`` stays a plain UDF
+after an unrelated ``black_box(..., name="score")``.
+
 >>> from pyspark.sql import types as T
 >>> bid = black_box(lambda n: 100.0 * n, returnType=T.DoubleType(), name="calcBid")
 >>> bid.name
@@ -18,19 +23,29 @@ Both work unchanged on plain PySpark DataFrames (no provenance) and on annotated
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+import weakref
+from typing import TYPE_CHECKING, Any, Callable
 
 from pyspark.sql import Column, DataFrame
 
 from lipspark.errors import AnnotationError
 
-__all__ = ["BlackBoxFunction", "black_box", "registered_black_box"]
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.frame import AnnotatedFrame
 
-_REGISTRY: dict[str, "BlackBoxFunction"] = {}
+__all__ = ["BlackBoxFunction", "BlackBoxRegistry", "black_box"]
+
+#: Every value-level black box alive in this process (weakly: a black box nobody holds is gone).
+_LIVE: "weakref.WeakSet[BlackBoxFunction]" = weakref.WeakSet()
 
 
 class BlackBoxFunction:
-    """A value-level black box; call it on columns to get a :class:`~pyspark.sql.Column`."""
+    """A value-level black box; call it on columns to get a :class:`~pyspark.sql.Column`.
+
+    Creating one announces it to the trackers (a weak set of live black boxes their
+    :class:`BlackBoxRegistry` reads); what makes a UDF call this black box is its JVM function
+    (:meth:`jvm_function`), not its name.
+    """
 
     def __init__(self, fn: Callable[..., Any], returnType: Any, name: str) -> None:
         from pyspark.sql import functions as F
@@ -48,6 +63,12 @@ class BlackBoxFunction:
         call.__name__ = name
         call.__qualname__ = name
         self._udf = F.udf(call, returnType)
+        _LIVE.add(self)
+
+    def jvm_function(self) -> Any:
+        """The JVM ``SimplePythonFunction`` every call of this black box puts in a plan (made
+        once per black box; needs an active SparkContext)."""
+        return self._udf._unwrapped._judf.func()  # type: ignore[attr-defined]
 
     def __call__(self, *cols: "str | Column") -> Column:
         return self._udf(*cols)
@@ -56,9 +77,32 @@ class BlackBoxFunction:
         return f"black_box({self.name})"
 
 
-def registered_black_box(name: str) -> BlackBoxFunction | None:
-    """The value-level black box registered under ``name``, if any."""
-    return _REGISTRY.get(name)
+class BlackBoxRegistry:
+    """A tracker's view of the value-level black boxes: which Python UDF of a plan is one.
+
+    Black boxes register when they are first looked up after their creation (the registry
+    takes every live :class:`BlackBoxFunction` it has not seen yet and keeps its JVM function);
+    :meth:`find` matches a ``PythonUDF``'s JVM function by equality with a black box's own
+    (Spark's ``SimplePythonFunction`` equality: the same pickled function), so identity decides,
+    never the name.
+    """
+
+    def __init__(self) -> None:
+        self._functions: "weakref.WeakKeyDictionary[BlackBoxFunction, Any]" = weakref.WeakKeyDictionary()
+
+    def register(self, bb: BlackBoxFunction) -> None:
+        """Make ``bb`` known to this registry (done by :meth:`find` for every live black box)."""
+        if bb not in self._functions:
+            self._functions[bb] = bb.jvm_function()
+
+    def find(self, function: Any) -> BlackBoxFunction | None:
+        """The black box whose JVM function is ``function`` (a ``PythonUDF``'s ``func()``), if any."""
+        for bb in list(_LIVE):
+            self.register(bb)
+        for bb, own in list(self._functions.items()):
+            if own.equals(function):
+                return bb
+        return None
 
 
 def black_box(fn: Callable[..., Any], *frames: Any, name: str | None = None, returnType: Any = None) -> Any:
@@ -91,15 +135,15 @@ def black_box(fn: Callable[..., Any], *frames: Any, name: str | None = None, ret
                 f"black box {label!r}: give returnType= for a value-level black box, "
                 "or pass the DataFrames to apply it to"
             )
-        bb = BlackBoxFunction(fn, returnType, label)
-        _REGISTRY[label] = bb
-        return bb
+        return BlackBoxFunction(fn, returnType, label)
+    from lipspark.capture.rules.black_box import relation_black_box
     from lipspark.frame import AnnotatedFrame
 
     if all(isinstance(f, DataFrame) for f in frames):
         return fn(*frames)
     if all(isinstance(f, AnnotatedFrame) for f in frames):
-        return AnnotatedFrame._black_box(fn, label, list(frames))
+        annotated: list[AnnotatedFrame] = list(frames)
+        return relation_black_box(fn, label, annotated)
     raise AnnotationError(
         f"black box {label!r} got a mix of plain DataFrames and annotated frames; "
         "annotate every input (Tracker.annotate) or none"

@@ -1,7 +1,6 @@
-"""The provenance graph: recording (builder), expansion and the in-memory model."""
+"""The provenance graph: expansion and the in-memory model (recording is :mod:`lipspark.capture`)."""
 from __future__ import annotations
 
-from lipspark.graph.builder import GraphBuilder, Segment
 from lipspark.graph.model import ProvenanceGraph
 
-__all__ = ["GraphBuilder", "Segment", "ProvenanceGraph"]
+__all__ = ["ProvenanceGraph"]

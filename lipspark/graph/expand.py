@@ -19,7 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lipspark.errors import StoreError
-from lipspark.graph.builder import BASE_ID, ROW_BITS, SEGMENT_SHIFT, aggregate_salt
+from lipspark.vocabulary import BASE_ID, Segment
+from lipspark.vocabulary.ids import ROW_BITS, SEGMENT_SHIFT, aggregate_salt
 
 __all__ = ["expand_segments", "NODE_COLUMNS"]
 
@@ -287,6 +288,8 @@ def expand_segments(segments: list[tuple[dict[str, Any], dict[str, pa.Table]]], 
     """
     node_parts, edge_parts = [], []
     for header, tables in segments:
+        if isinstance(header, Segment):  # typed, as GraphBuilder.collect gives them
+            header = header.to_json()
         seg, kind, meta = int(header["seg"]), header["kind"], header["meta"]
         if kind == "base":
             n, e = _base(seg, meta, tables, root)

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lipspark.errors import StoreError
-from lipspark.graph.builder import BASE_ID
+from lipspark.vocabulary import BASE_ID
 
 __all__ = ["GraphStats", "graph_stats", "directory_bytes"]
 

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from lipspark.errors import StoreError
-from lipspark.graph.builder import SEGMENT_SHIFT, aggregate_salt
+from lipspark.vocabulary.ids import SEGMENT_SHIFT, aggregate_salt
 from lipspark.graph.expand import expand_segments
 from lipspark.graph.model import ProvenanceGraph
 
