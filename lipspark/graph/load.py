@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from lipspark.errors import StoreError
@@ -14,20 +13,20 @@ __all__ = ["load_graph"]
 def load_graph(path: str) -> Any:
     """Load the graph of a workflow store (``store.json``) or of a graph directory (``manifest.json``).
 
-    A store with deferred capture is materialized first (its executions replayed with provenance
-    on: this needs Spark and takes about as long as running them eagerly; see
-    :mod:`lipspark.workflow.materialize`)."""
+    A store with deferred capture must be materialized first (:func:`lipspark.workflow.materialize`,
+    ``lipspark materialize PATH``); loading never replays executions."""
     from lipspark.graph.model import ProvenanceGraph
 
     if os.path.exists(os.path.join(path, "store.json")):
         from lipspark.store import Store
 
-        from lipspark.workflow.materialize import materialize
-
         store = Store.open(path)
         if not store.meta["provenance"]:
             raise StoreError(f"the store at {path} was run with --no-provenance: it has outputs and state but no graph")
-        store = materialize(store, progress=sys.stderr.isatty())  # deferred capture: replay what has no graph yet
+        replayed = store.graph_store()  # deferred capture: the replay's store, if materialized
+        if replayed is None or len(replayed.executions) < len(store.executions):
+            raise StoreError(f"the store at {path} defers its provenance and has executions not replayed yet; run: lipspark materialize {path}")
+        store = replayed
         segments = []
         for gdir, manifest in store.graph_manifests():
             read_manifest(gdir)
