@@ -34,8 +34,7 @@ from lipspark.frame import AnnotatedFrame
 from lipspark.store import Store
 from lipspark.tracker import Tracker
 from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, InvocationSegment, PScheme, RelationDescriptor
-from lipspark.vocabulary.ids import positional
-from lipspark.vocabulary.ids import positional_col
+from lipspark.vocabulary.ids import positional, positional_col
 from lipspark.workflow.module import Module, Relation
 from lipspark.workflow.relations import (
     StoredRelation,
@@ -156,7 +155,7 @@ class Executor:
             state[mname] = {}
             for rname in module.state:
                 rel = module.relation(rname)
-                df = given.get(rname) if rname in given else self.spark.createDataFrame([], rel.ddl)
+                df = given[rname] if rname in given else self.spark.createDataFrame([], rel.ddl)
                 check_schema(module, rel, df.frame(self.spark) if isinstance(df, StoredRelation) else df)
                 rel_dir = f"initial/{mname}/{rname}"
                 write_base(df, os.path.join(self.store.root, rel_dir))
@@ -257,6 +256,8 @@ class Executor:
         module = inv.module
         for rname, df in frames.items():
             check_schema(module, module.relation(rname), df)
+        if module.logic is None:  # Module refuses this when built
+            raise WorkflowError(f"module {module.name!r} needs a logic function")
         result = module.logic(**frames)
         if not isinstance(result, dict):
             raise WorkflowError(f"module {module.name!r} must return a dict of relations, returned {type(result).__name__}")

@@ -174,7 +174,10 @@ def _with_bags(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Sequenc
     staged = frame.with_annotations().withColumn("__lp_m", frame.layout.member_col(seg))
     agg_exprs = list(exprs)
     for j in agg.bags:
-        arg = F.expr(agg.items[j].argument)
+        argument = agg.items[j].argument
+        if argument is None:
+            raise UnsupportedOperation("collect_list without an argument", "collect_list(column)")
+        arg = F.expr(argument)
         agg_exprs[j] = F.collect_list(F.when(arg.isNotNull(), F.struct(arg.alias("v"), F.col("__lp_m").alias("m")))).alias(agg.items[j].name)
     grouped = staged.groupBy(*agg.keys).agg(*agg_exprs)
     nkeys = len(agg.keys)

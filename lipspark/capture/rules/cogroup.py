@@ -7,7 +7,7 @@ their value columns) in the hidden bag columns, so they reappear when the bag is
 from __future__ import annotations
 
 from functools import reduce
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
