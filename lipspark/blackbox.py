@@ -23,7 +23,7 @@ after an unrelated ``black_box(..., name="score")``.
 from __future__ import annotations
 
 import functools
-import weakref
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from pyspark.sql import Column, DataFrame
@@ -33,18 +33,35 @@ from lipspark.errors import AnnotationError
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["BlackBoxFunction", "BlackBoxRegistry", "black_box"]
+__all__ = ["BlackBoxFunction", "BlackBoxRegistry", "KnownBlackBox", "black_box"]
 
-#: Every value-level black box alive in this process (weakly: a black box nobody holds is gone).
-_LIVE: "weakref.WeakSet[BlackBoxFunction]" = weakref.WeakSet()
+
+@dataclass(frozen=True)
+class KnownBlackBox:
+    """A value-level black box as plans show it: its JVM function and its name (the label)."""
+
+    function: Any
+    name: str
+
+
+#: Every value-level black box called so far in this process, one entry per distinct function.
+#: Entries are kept for good: a black box may be created, called and dropped before the
+#: projection using its column is analyzed (``select(black_box(...)("x"))``).
+_CALLED: list[KnownBlackBox] = []
+
+
+def _announce(known: KnownBlackBox) -> None:
+    if not any(k.name == known.name and k.function.equals(known.function) for k in _CALLED):
+        _CALLED.append(known)
 
 
 class BlackBoxFunction:
     """A value-level black box; call it on columns to get a :class:`~pyspark.sql.Column`.
 
-    Creating one announces it to the trackers (a weak set of live black boxes their
-    :class:`BlackBoxRegistry` reads); what makes a UDF call this black box is its JVM function
-    (:meth:`jvm_function`), not its name.
+    What makes a UDF in a plan this black box is its JVM function (:meth:`jvm_function`), never
+    its name: the first call announces the function to the trackers (see
+    :class:`BlackBoxRegistry`), and a plain ``F.udf`` of another function called the same is
+    not it.
     """
 
     def __init__(self, fn: Callable[..., Any], returnType: Any, name: str) -> None:
@@ -63,7 +80,7 @@ class BlackBoxFunction:
         call.__name__ = name
         call.__qualname__ = name
         self._udf = F.udf(call, returnType)
-        _LIVE.add(self)
+        self._announced = False
 
     def jvm_function(self) -> Any:
         """The JVM ``SimplePythonFunction`` every call of this black box puts in a plan (made
@@ -71,7 +88,11 @@ class BlackBoxFunction:
         return self._udf._unwrapped._judf.func()  # type: ignore[attr-defined]
 
     def __call__(self, *cols: "str | Column") -> Column:
-        return self._udf(*cols)
+        column = self._udf(*cols)
+        if not self._announced:  # first use: from now on its function may be in a plan
+            _announce(KnownBlackBox(self.jvm_function(), self.name))
+            self._announced = True
+        return column
 
     def __repr__(self) -> str:
         return f"black_box({self.name})"
@@ -80,28 +101,22 @@ class BlackBoxFunction:
 class BlackBoxRegistry:
     """A tracker's view of the value-level black boxes: which Python UDF of a plan is one.
 
-    Black boxes register when they are first looked up after their creation (the registry
-    takes every live :class:`BlackBoxFunction` it has not seen yet and keeps its JVM function);
-    :meth:`find` matches a ``PythonUDF``'s JVM function by equality with a black box's own
-    (Spark's ``SimplePythonFunction`` equality: the same pickled function), so identity decides,
-    never the name.
+    A black box registers on its first call (its JVM function is announced process-wide, once
+    per distinct function); each tracker's registry takes the announcements it has not seen
+    yet when it looks a function up. :meth:`find` matches a ``PythonUDF``'s JVM function by
+    equality with a black box's own (Spark's ``SimplePythonFunction`` equality: the same pickled
+    function), so identity decides, never the name.
     """
 
     def __init__(self) -> None:
-        self._functions: "weakref.WeakKeyDictionary[BlackBoxFunction, Any]" = weakref.WeakKeyDictionary()
+        self._known: list[KnownBlackBox] = []
 
-    def register(self, bb: BlackBoxFunction) -> None:
-        """Make ``bb`` known to this registry (done by :meth:`find` for every live black box)."""
-        if bb not in self._functions:
-            self._functions[bb] = bb.jvm_function()
-
-    def find(self, function: Any) -> BlackBoxFunction | None:
+    def find(self, function: Any) -> KnownBlackBox | None:
         """The black box whose JVM function is ``function`` (a ``PythonUDF``'s ``func()``), if any."""
-        for bb in list(_LIVE):
-            self.register(bb)
-        for bb, own in list(self._functions.items()):
-            if own.equals(function):
-                return bb
+        self._known.extend(_CALLED[len(self._known):])
+        for known in self._known:
+            if known.function.equals(function):
+                return known
         return None
 
 

@@ -63,3 +63,16 @@ def test_relation_black_box_and_delta_in_the_manifest(spark, tmp_path):
     manifest = t.write(str(tmp_path / "g"))
     metas = [(s["kind"], s["meta"].get("op"), s["meta"].get("label")) for s in manifest["segments"]]
     assert metas == [("base", None, None), ("group", "black_box", "keys"), ("group", "delta", "δ")]
+
+
+def test_a_black_box_made_inline_and_dropped_is_still_recognised(spark):
+    import gc
+
+    t = Tracker(spark)
+    r = t.annotate(spark.createDataFrame(*ROWS), "R", key=["id"])
+    col = black_box(lambda v: v * 2, returnType=T.IntegerType(), name="double")("v").alias("d")
+    gc.collect()  # the BlackBoxFunction is gone; its column is not
+    out = r.select("id", col)
+    assert out.layout.values == ("d",)
+    assert [(s.label, s.op) for s in _rownodes(t)] == [("double", Op.BLACK_BOX)]
+    assert sorted(x.d for x in out.collect()) == [20, 40, 60]

@@ -8,13 +8,13 @@ import pytest
 from lipspark.capture.builder import GraphBuilder
 from lipspark.errors import AnnotationError
 from lipspark.vocabulary import Context, InvocationSegment, Segment
-from lipspark.vocabulary.ids import MAX_SEGMENT
+from lipspark.vocabulary.ids import MAX_SEGMENT, positional
 
 
 def test_segments_are_numbered_in_order_and_recorded_once():
     b = GraphBuilder(5)
     seg = b.allocate()
-    inv = InvocationSegment(seg, Context(module="m", node="n", execution=1, invocation=5 << 40), label="m")
+    inv = InvocationSegment(seg, Context(module="m", node="n", execution=1, invocation=positional(5, 0)), label="m")
     assert b.record(inv) is inv and b.segments == [inv] and b.next_segment == 6
     with pytest.raises(AnnotationError, match="recorded twice"):
         b.record(inv)

@@ -25,7 +25,7 @@ from lipspark.vocabulary import Op, RowNodeSegment
 from lipspark.vocabulary.ids import node_hash_col
 
 if TYPE_CHECKING:  # pragma: no cover
-    from lipspark.blackbox import BlackBoxFunction
+    from lipspark.blackbox import KnownBlackBox
     from lipspark.frame import AnnotatedFrame
 
 __all__ = [
@@ -33,7 +33,7 @@ __all__ = [
     "with_column", "with_columns", "with_column_renamed", "with_columns_renamed", "to_df", "drop", "select_expr",
 ]
 
-_BlackBoxItem = tuple[ProjectionItem, "BlackBoxFunction"]
+_BlackBoxItem = tuple[ProjectionItem, "KnownBlackBox"]
 
 
 def select(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
@@ -150,7 +150,7 @@ def value_black_boxes(frame: AnnotatedFrame, cols: list[Any], extra: list[Column
     return frame.derive(out.drop(*temp.values()), layout.with_(values=values))
 
 
-def _record_values(frame: AnnotatedFrame, out: DataFrame, it: ProjectionItem, bb: BlackBoxFunction, temp: dict[str, str]) -> DataFrame:
+def _record_values(frame: AnnotatedFrame, out: DataFrame, it: ProjectionItem, bb: KnownBlackBox, temp: dict[str, str]) -> DataFrame:
     tracker = frame.tracker
     seg = tracker.builder.allocate()
     factors = frame.layout.factor_cols()
