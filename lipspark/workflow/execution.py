@@ -180,12 +180,7 @@ class Executor:
         self.builder = GraphBuilder(first)
         self.store.begin(n)
         try:
-            try:
-                state, outputs = self._invocations(n, inputs, on_invocation)
-                if self.provenance:
-                    self.builder.write(os.path.join(self.store.resolve(self.store.final_dir(n)), "graph"))
-            finally:
-                self._release()
+            state, outputs = self._run(n, inputs, on_invocation)
             record = {"state": _json(state), "outputs": _json(outputs), "segments": [first, self.builder.next_segment]}
             if verify is not None:
                 verify(record)
@@ -194,6 +189,23 @@ class Executor:
         except BaseException:
             self.store.abort()
             raise
+
+    def _run(self, n: int, inputs: Mapping[str, Mapping[str, Any]],
+             on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations]:
+        """The invocations of execution ``n``, then its graph; the trackers' caches (the graph
+        reads them) are freed either way."""
+        try:
+            state, outputs = self._invocations(n, inputs, on_invocation)
+            self._write_graph(n)
+            return state, outputs
+        finally:
+            self._release()
+
+    def _write_graph(self, n: int) -> None:
+        """Write the segments recorded during execution ``n`` into its (pending) directory."""
+        if self.provenance:
+            assert self.builder is not None
+            self.builder.write(os.path.join(self.store.resolve(self.store.final_dir(n)), "graph"))
 
     def _invocations(self, n: int, inputs: Mapping[str, Mapping[str, Any]],
                      on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations]:
