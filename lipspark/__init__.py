@@ -1,18 +1,25 @@
 """lipspark: semiring provenance for workflows of PySpark modules (Lipstick, VLDB 2012).
 
+The public names are imported on first use, so the layers that need no Spark (vocabulary,
+semiring, store, graph, query, viz, export) import without pyspark.
+
 >>> import lipspark
 >>> sorted(n for n in lipspark.__all__ if n[0].isupper())
 ['AnnotatedFrame', 'GraphIndex', 'LipsparkError', 'Tracker', 'UnsupportedOperation']
 """
 from __future__ import annotations
 
-from lipspark.blackbox import black_box
-from lipspark.errors import LipsparkError, UnsupportedOperation
-from lipspark.frame import AnnotatedFrame
-from lipspark.functions import cogroup
-from lipspark.graph.index import GraphIndex
-from lipspark.session import get_spark
-from lipspark.tracker import Tracker
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.blackbox import black_box
+    from lipspark.errors import LipsparkError, UnsupportedOperation
+    from lipspark.frame import AnnotatedFrame
+    from lipspark.functions import cogroup
+    from lipspark.graph.index import GraphIndex
+    from lipspark.session import get_spark
+    from lipspark.tracker import Tracker
 
 __all__ = [
     "AnnotatedFrame",
@@ -25,3 +32,28 @@ __all__ = [
     "get_spark",
 ]
 __version__ = "0.1.0"
+
+#: public name → the module that defines it
+_HOMES = {
+    "AnnotatedFrame": "lipspark.frame",
+    "LipsparkError": "lipspark.errors",
+    "GraphIndex": "lipspark.graph.index",
+    "Tracker": "lipspark.tracker",
+    "UnsupportedOperation": "lipspark.errors",
+    "black_box": "lipspark.blackbox",
+    "cogroup": "lipspark.functions",
+    "get_spark": "lipspark.session",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'lipspark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

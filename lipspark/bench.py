@@ -72,12 +72,16 @@ def _median_ms(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
 
 
 def query_latencies(store: str, repeat: int = 5) -> dict[str, Any]:
-    """Load a tracked store's graph and time the queries of the benchmark on it."""
+    """Load a tracked (eager) store's graph and time the queries of the benchmark on it (a
+    deferred store is materialized first: loading never replays)."""
     from lipspark.graph.index import NODE_TYPES, GraphIndex
     from lipspark.graph.stats import directory_bytes
     from lipspark.query import delete, polynomial, subgraph, zoom_in, zoom_out
     from lipspark.workflow import Store
 
+    from lipspark.workflow import materialize
+
+    store = materialize(store).root
     t = time.perf_counter()
     g = GraphIndex.load(store)
     load_s = time.perf_counter() - t

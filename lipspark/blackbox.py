@@ -10,6 +10,11 @@ the v-nodes of its arguments and, for nested-bag arguments, their members.
 
 Both work unchanged on plain PySpark DataFrames (no provenance) and on annotated frames.
 
+A UDF in a projection is a black box only when it *is* the function a :class:`BlackBoxFunction`
+made: the rewrite compares the analyzed plan's ``PythonUDF`` JVM function with the black box's
+own (:class:`BlackBoxRegistry`), never names, so a plain ``F.udf(score)`` stays a plain UDF
+after an unrelated ``black_box(..., name="score")``.
+
 >>> from pyspark.sql import types as T
 >>> bid = black_box(lambda n: 100.0 * n, returnType=T.DoubleType(), name="calcBid")
 >>> bid.name
@@ -18,19 +23,46 @@ Both work unchanged on plain PySpark DataFrames (no provenance) and on annotated
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 from pyspark.sql import Column, DataFrame
 
 from lipspark.errors import AnnotationError
 
-__all__ = ["BlackBoxFunction", "black_box", "registered_black_box"]
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.frame import AnnotatedFrame
 
-_REGISTRY: dict[str, "BlackBoxFunction"] = {}
+__all__ = ["BlackBoxFunction", "BlackBoxRegistry", "KnownBlackBox", "black_box"]
+
+
+@dataclass(frozen=True)
+class KnownBlackBox:
+    """A value-level black box as plans show it: its JVM function and its name (the label)."""
+
+    function: Any
+    name: str
+
+
+#: Every value-level black box called so far in this process, one entry per distinct function.
+#: Entries are kept for good: a black box may be created, called and dropped before the
+#: projection using its column is analyzed (``select(black_box(...)("x"))``).
+_CALLED: list[KnownBlackBox] = []
+
+
+def _announce(known: KnownBlackBox) -> None:
+    if not any(k.name == known.name and k.function.equals(known.function) for k in _CALLED):
+        _CALLED.append(known)
 
 
 class BlackBoxFunction:
-    """A value-level black box; call it on columns to get a :class:`~pyspark.sql.Column`."""
+    """A value-level black box; call it on columns to get a :class:`~pyspark.sql.Column`.
+
+    What makes a UDF in a plan this black box is its JVM function (:meth:`jvm_function`), never
+    its name: the first call announces the function to the trackers (see
+    :class:`BlackBoxRegistry`), and a plain ``F.udf`` of another function called the same is
+    not it.
+    """
 
     def __init__(self, fn: Callable[..., Any], returnType: Any, name: str) -> None:
         from pyspark.sql import functions as F
@@ -48,17 +80,44 @@ class BlackBoxFunction:
         call.__name__ = name
         call.__qualname__ = name
         self._udf = F.udf(call, returnType)
+        self._announced = False
+
+    def jvm_function(self) -> Any:
+        """The JVM ``SimplePythonFunction`` every call of this black box puts in a plan (made
+        once per black box; needs an active SparkContext)."""
+        return self._udf._unwrapped._judf.func()  # type: ignore[attr-defined]
 
     def __call__(self, *cols: "str | Column") -> Column:
-        return self._udf(*cols)
+        column = self._udf(*cols)
+        if not self._announced:  # first use: from now on its function may be in a plan
+            _announce(KnownBlackBox(self.jvm_function(), self.name))
+            self._announced = True
+        return column
 
     def __repr__(self) -> str:
         return f"black_box({self.name})"
 
 
-def registered_black_box(name: str) -> BlackBoxFunction | None:
-    """The value-level black box registered under ``name``, if any."""
-    return _REGISTRY.get(name)
+class BlackBoxRegistry:
+    """A tracker's view of the value-level black boxes: which Python UDF of a plan is one.
+
+    A black box registers on its first call (its JVM function is announced process-wide, once
+    per distinct function); each tracker's registry takes the announcements it has not seen
+    yet when it looks a function up. :meth:`find` matches a ``PythonUDF``'s JVM function by
+    equality with a black box's own (Spark's ``SimplePythonFunction`` equality: the same pickled
+    function), so identity decides, never the name.
+    """
+
+    def __init__(self) -> None:
+        self._known: list[KnownBlackBox] = []
+
+    def find(self, function: Any) -> KnownBlackBox | None:
+        """The black box whose JVM function is ``function`` (a ``PythonUDF``'s ``func()``), if any."""
+        self._known.extend(_CALLED[len(self._known):])
+        for known in self._known:
+            if known.function.equals(function):
+                return known
+        return None
 
 
 def black_box(fn: Callable[..., Any], *frames: Any, name: str | None = None, returnType: Any = None) -> Any:
@@ -91,15 +150,15 @@ def black_box(fn: Callable[..., Any], *frames: Any, name: str | None = None, ret
                 f"black box {label!r}: give returnType= for a value-level black box, "
                 "or pass the DataFrames to apply it to"
             )
-        bb = BlackBoxFunction(fn, returnType, label)
-        _REGISTRY[label] = bb
-        return bb
+        return BlackBoxFunction(fn, returnType, label)
+    from lipspark.capture.rules.black_box import relation_black_box
     from lipspark.frame import AnnotatedFrame
 
     if all(isinstance(f, DataFrame) for f in frames):
         return fn(*frames)
     if all(isinstance(f, AnnotatedFrame) for f in frames):
-        return AnnotatedFrame._black_box(fn, label, list(frames))
+        annotated: list[AnnotatedFrame] = list(frames)
+        return relation_black_box(fn, label, annotated)
     raise AnnotationError(
         f"black box {label!r} got a mix of plain DataFrames and annotated frames; "
         "annotate every input (Tracker.annotate) or none"

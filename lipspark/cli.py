@@ -136,6 +136,20 @@ def _materialize(args: Any) -> int:
     return 0
 
 
+def _materialized(path: str) -> None:
+    """Replay what a deferred store has not replayed yet, so its graph can be read (an explicit
+    step: loading a graph never runs Spark). Graph directories and eager stores need nothing."""
+    import os
+
+    if not os.path.exists(os.path.join(path, "store.json")):
+        return
+    from lipspark.workflow import Store, materialize
+
+    store = Store.open(path)
+    if store.capture == "deferred":
+        materialize(store, progress=sys.stderr.isatty())
+
+
 def _query_text(args: Any) -> tuple[str, str]:
     from lipspark.errors import QueryError
 
@@ -160,6 +174,7 @@ def _query(args: Any) -> int:
     statements = parse(text, source)  # syntax errors before the (slower) graph load
     if not os.path.isdir(args.graph):
         raise QueryError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
+    _materialized(args.graph)
     session = Session(args.graph)
     results = []
     for stmt in statements:
@@ -185,6 +200,7 @@ def _session(args: Any) -> tuple[Any, list[Any]]:
         statements = parse(text, source)
     if not os.path.isdir(args.graph):
         raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
+    _materialized(args.graph)
     session = Session(args.graph)
     return session, [session.execute(stmt) for stmt in statements]
 

@@ -19,6 +19,7 @@ from lipspark import Tracker, get_spark
 from lipspark.examples.dealer import dealer_bid, example_inputs
 from lipspark.graph.stats import graph_stats
 from lipspark.semiring import BOOLEAN, COUNTING, LINEAGE, evaluate
+from lipspark.vocabulary import Op
 
 
 def car_dealership(spark, out_dir: str = os.path.join("graphs", "car_dealership-demo")) -> None:
@@ -87,12 +88,12 @@ def main(out_dir: str = os.path.join("graphs", "dealer-example")) -> int:
         print(f"  bid {tuple(r.row)}")
         print(f"    provenance      {poly}")
         print(f"    Amount from     {graph.node(r.annotation.values['Amount'])['label']} over "
-              f"{', '.join(graph.node(c)['label'] for c in graph.children(r.annotation.values['Amount']))}")
+              f"{', '.join(graph.node(c)['label'] for c in graph.child_ids(r.annotation.values['Amount']))}")
         print(f"    lineage         {sorted(evaluate(poly, LINEAGE))}")
         print(f"    derivations     {evaluate(poly, COUNTING, default=1)}")
         without_c2 = evaluate(poly, BOOLEAN, lambda tok: tok != "Cars:C2")
         print(f"    without Cars:C2 the bid {'is still made' if without_c2 else 'disappears'}")
-    for count in graph.find(label="Count"):
+    for count in graph.find(op=Op.COUNT):
         value = graph.value(count)
         print(f"  {value}  = {graph.node(count)['value']}; without Cars:C2: "
               f"{evaluate(value, BOOLEAN, lambda tok: tok != 'Cars:C2')}")

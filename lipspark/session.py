@@ -53,15 +53,21 @@ def get_spark(
         ``spark.sql.shuffle.partitions``; small values suit one machine.
     conf
         Extra Spark settings, applied last.
+
+    A session that already exists (the user's own, say) is returned as it is: its log level is
+    quieted to ``ERROR`` only when this call creates the session.
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    existed = SparkContext._active_spark_context is not None  # someone else's Spark: leave its settings alone
     builder = SparkSession.builder.master(master or os.environ.get("LIPSPARK_MASTER", "local[2]"))
     builder = builder.appName(app_name)
     for key, value in {**default_conf(shuffle_partitions), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if not existed:
+        spark.sparkContext.setLogLevel("ERROR")
     return spark

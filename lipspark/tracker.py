@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import os
 import re
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lipspark.columns import factor, is_hidden
+from lipspark.blackbox import BlackBoxRegistry
+from lipspark.capture.builder import GraphBuilder
+from lipspark.capture.layout import Layout
+from lipspark.vocabulary.columns import factor, is_hidden
 from lipspark.errors import AnnotationError
 from lipspark.frame import AnnotatedFrame
-from lipspark.graph.builder import BASE_ID, ROW_BITS as _ROW_BITS, SEGMENT_SHIFT, GraphBuilder
+from lipspark.vocabulary import BASE_ID, BaseSegment, Context, FileRef
+from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.graph.index import GraphIndex
@@ -53,7 +57,7 @@ def _has_stable_order(df: DataFrame) -> bool:
         return False
 
 
-def _parquet_source(df: DataFrame) -> list[dict] | None:
+def _parquet_source(df: DataFrame) -> list[FileRef] | None:
     """The files of ``df`` if it is exactly an unpartitioned Parquet scan, else ``None``."""
     try:
         plan = df._jdf.queryExecution().analyzed()
@@ -72,11 +76,10 @@ def _parquet_source(df: DataFrame) -> list[dict] | None:
         if not os.path.exists(local):
             return None  # a remote file system: copy the tuples instead
         st = os.stat(local)
-        out.append({"path": f, "size": st.st_size, "mtime_ns": st.st_mtime_ns})
-    if len(out) >= 1 << (SEGMENT_SHIFT - _ROW_BITS):
+        out.append(FileRef(f, st.st_size, st.st_mtime_ns))
+    if len(out) >= MAX_FILES:
         return None
     return out
-
 
 
 class Tracker:
@@ -89,12 +92,27 @@ class Tracker:
     builder
         Graph builder to record into (a fresh one by default; the workflow layer passes its own
         so that all invocations of an execution share one graph).
+    context
+        Where the segments this tracker records belong (module, workflow node, execution,
+        invocation); every segment carries it. The workflow layer gives each invocation its
+        own tracker with its own context.
+    share_breaker_inputs
+        Cache the inputs of pipeline breakers (see :meth:`share`).
+
+    Attributes
+    ----------
+    black_boxes
+        The value-level black boxes the rules recognise, by identity (see
+        :class:`~lipspark.blackbox.BlackBoxRegistry`).
     """
 
-    def __init__(self, spark: SparkSession, builder: GraphBuilder | None = None, *, share_breaker_inputs: bool = False) -> None:
+    def __init__(self, spark: SparkSession, builder: GraphBuilder | None = None, *, context: Context = Context(),
+                 share_breaker_inputs: bool = False) -> None:
         self.spark = spark
-        self.builder = builder or GraphBuilder()
+        self.builder = builder if builder is not None else GraphBuilder()
+        self.context = context
         self.share_breaker_inputs = share_breaker_inputs
+        self.black_boxes = BlackBoxRegistry()
         self._persisted: list[DataFrame] = []
 
     def share(self, df: DataFrame) -> DataFrame:
@@ -139,31 +157,26 @@ class Tracker:
             raise AnnotationError(f"relation {relation!r}: key columns {missing} not among its columns {df.columns}")
         seg = self.builder.allocate()
         files = _parquet_source(df)
+        columns = tuple(key or df.columns)
         if files is not None:
             # Token ids from (file ordinal, row index in file): deterministic whatever Spark's
             # partitioning, and the tuples need not be copied: the graph refers to the files.
-            ordinals = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(_norm_path(f["path"])), F.lit(i))])
+            ordinals = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(_norm_path(f.path)), F.lit(i))])
             fpath = F.regexp_replace(F.col("_metadata.file_path"), "^file:/+", "/")
-            ordinal = F.shiftleft(F.element_at(ordinals, fpath).cast("long"), _ROW_BITS).bitwiseOR(F.col("_metadata.row_index"))
-            annotated = df.withColumn(factor(0), F.lit(seg << SEGMENT_SHIFT).bitwiseOR(ordinal))
-            meta = {"relation": relation, "key": key, "columns": key or list(df.columns), "files": files}
-            self.builder.add(seg, "base", meta)
+            ordinal = file_position_col(F.element_at(ordinals, fpath), F.col("_metadata.row_index"))
+            annotated = df.withColumn(factor(0), positional_col(seg, ordinal))
+            self.builder.record(BaseSegment(seg, self.context, relation=relation, key=tuple(key), columns=columns, files=tuple(files)))
         else:
             if not _has_stable_order(df):
                 # e.g. the result of a shuffle: rows could come back in another order when Spark
                 # recomputes the plan, and positional ids would silently change. Fix them once.
                 df = df.localCheckpoint(eager=True)
-            mid = F.monotonically_increasing_id()
-            ordinal = F.shiftleft(F.shiftright(mid, 33), _ROW_BITS).bitwiseOR(mid.bitwiseAND((1 << 33) - 1))
-            annotated = df.withColumn(factor(0), F.lit(seg << SEGMENT_SHIFT).bitwiseOR(ordinal))
-            stored = key or list(df.columns)
-            self.builder.add(
-                seg,
-                "base",
-                {"relation": relation, "key": key, "columns": stored},
-                tuples=annotated.select(F.col(factor(0)).alias(BASE_ID), *stored),
-            )
-        return AnnotatedFrame(self, annotated, 1)
+            mid = F.monotonically_increasing_id()  # partition << 33 | row in partition
+            ordinal = file_position_col(F.shiftright(mid, 33), mid.bitwiseAND((1 << 33) - 1))
+            annotated = df.withColumn(factor(0), positional_col(seg, ordinal))
+            self.builder.record(BaseSegment(seg, self.context, relation=relation, key=tuple(key), columns=columns),
+                                tuples=annotated.select(F.col(factor(0)).alias(BASE_ID), *columns))
+        return AnnotatedFrame(self, annotated, Layout(1))
 
     def graph(self) -> "GraphIndex":
         """Compute the recorded graph into memory, indexed (small graphs: tests, notebooks)."""
@@ -171,6 +184,6 @@ class Tracker:
 
         return GraphIndex.from_segments(self.builder.collect())
 
-    def write(self, path: str) -> dict:
+    def write(self, path: str) -> dict[str, Any]:
         """Write the recorded graph as Parquet under ``path``; returns the manifest."""
         return self.builder.write(path)

@@ -34,7 +34,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lipspark.columns import PREFIX, factor, value_col
+from lipspark.vocabulary.columns import PREFIX, factor, value_col
 from lipspark.errors import StoreError
 from lipspark.vocabulary import (
     AggregateSpec,

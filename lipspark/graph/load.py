@@ -12,14 +12,11 @@ lipspark.errors.StoreError: no graph at /nonexistent (manifest.json missing)
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from lipspark.errors import StoreError
 from lipspark.graph.index import GraphIndex
-from lipspark.store.manifest import PROVENANCE_DIR, read_manifest, read_segments
-
-if TYPE_CHECKING:  # pragma: no cover
-    from lipspark.store import Store
+from lipspark.store import Store
+from lipspark.store.manifest import read_manifest, read_segments
 
 __all__ = ["load_graph"]
 
@@ -27,8 +24,6 @@ __all__ = ["load_graph"]
 def load_graph(path: str) -> GraphIndex:
     """The indexed graph of a workflow store (``store.json``) or of a graph directory (``manifest.json``)."""
     if os.path.exists(os.path.join(path, "store.json")):
-        from lipspark.store import Store
-
         store = Store.open(path)
         if store.capture is None:
             raise StoreError(f"the store at {path} was run with --no-provenance: it has outputs and state but no graph")
@@ -43,12 +38,9 @@ def load_graph(path: str) -> GraphIndex:
     return GraphIndex.from_segments(read_segments(path, manifest), root=path)
 
 
-def _replayed(store: "Store") -> "Store":
+def _replayed(store: Store) -> Store:
     """The eager store a deferred store's executions were replayed into, if all of them were."""
-    from lipspark.store import Store
-
-    sub_root = os.path.join(store.root, PROVENANCE_DIR)
-    sub = Store.open(sub_root) if os.path.exists(os.path.join(sub_root, "store.json")) else None
+    sub = store.graph_store()
     if sub is None or sub.meta.get("initial") is None or len(sub.executions) != len(store.executions):
         done = 0 if sub is None else len(sub.executions)
         raise StoreError(f"the store at {store.root} deferred its provenance and {len(store.executions) - done} of its "

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lipspark.columns import factor
+from lipspark.vocabulary.columns import factor
 from lipspark.errors import StoreError
 from lipspark.graph.expand import TOKEN_ID, local_path
 from lipspark.store.manifest import read_manifest

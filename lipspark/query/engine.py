@@ -21,9 +21,10 @@ node  label  polynomial
 """
 from __future__ import annotations
 
+import html
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -111,6 +112,9 @@ class Result:
     graph: GraphIndex | None = field(default=None, repr=False)
     nodes: np.ndarray | None = field(default=None, repr=False)
     removed: np.ndarray | None = field(default=None, repr=False)
+    #: How Jupyter draws a result: set by :mod:`lipspark.viz` when it is imported (the query
+    #: layer does not import the drawing layer); None shows the text alone.
+    html_renderer: ClassVar[Callable[["Result"], "str | None"] | None] = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready data: the statement, its kind, a summary, rows and extra sections."""
@@ -139,13 +143,12 @@ class Result:
         return self.to_text()
 
     def _repr_html_(self) -> str:
-        """Jupyter: the text of the result, and a drawing of it when it has a graph (lipspark.viz)."""
-        import html
-
-        from lipspark.viz import repr_html
-
+        """Jupyter: the text of the result, and a drawing of it when it has a graph and a
+        renderer is set (:attr:`html_renderer`; ``import lipspark.viz`` sets it)."""
         text = f"<pre>{html.escape(self.to_text())}</pre>"
-        drawing = repr_html(self) if self.graph is not None and self.kind in ("view", "subgraph", "delete", "nodes") else None
+        renderer = type(self).html_renderer
+        drawable = self.graph is not None and self.kind in ("view", "subgraph", "delete", "nodes")
+        drawing = renderer(self) if renderer is not None and drawable else None
         return text + (drawing or "")
 
 

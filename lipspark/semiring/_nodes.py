@@ -65,7 +65,7 @@ class Expr:
         return None
 
     def __hash__(self) -> int:
-        return self._hash  # type: ignore[attr-defined,no-any-return]
+        return self._hash  # type: ignore[attr-defined]
 
     def __eq__(self, other: object) -> bool:
         if self is other:

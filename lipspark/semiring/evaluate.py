@@ -39,18 +39,18 @@ def _lookup(semiring: Semiring[K], valuation: Valuation, default: Any) -> Callab
 
         def look(name: str) -> K:
             if name in mapping:
-                return mapping[name]  # type: ignore[no-any-return]
+                return mapping[name]
             if default is _MISSING:
                 raise SemiringError(
                     f"expected the valuation to give a value for token {name!r}; found none "
                     f"({len(mapping)} tokens mapped). Fix: add {name!r} to the mapping or "
                     f"pass default=..., e.g. default={semiring.one!r}."
                 )
-            return default  # type: ignore[no-any-return]
+            return default
 
         return look
     if callable(valuation):
-        return valuation  # type: ignore[return-value]
+        return valuation
     raise SemiringError(
         f"expected a valuation that is a Mapping[str, K], a callable token -> K, or None; "
         f"found {type(valuation).__name__}. Fix: pass e.g. {{'Cars:C2': ...}}."

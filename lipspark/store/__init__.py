@@ -4,6 +4,6 @@ graph expansion (that is :mod:`lipspark.graph`)."""
 from __future__ import annotations
 
 from lipspark.store.manifest import read_json, read_manifest, read_segments
-from lipspark.store.store import CAPTURE_MODES, STORE_FORMAT, STORE_VERSION, Store
+from lipspark.store.store import CAPTURE_MODES, PROVENANCE_DIR, STORE_FORMAT, STORE_VERSION, Store
 
-__all__ = ["Store", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES", "read_json", "read_manifest", "read_segments"]
+__all__ = ["Store", "PROVENANCE_DIR", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES", "read_json", "read_manifest", "read_segments"]

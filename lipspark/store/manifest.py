@@ -23,11 +23,8 @@ import pyarrow.parquet as pq
 from lipspark.errors import StoreError
 from lipspark.vocabulary.segments import FORMAT_VERSION, Segment
 
-__all__ = ["read_json", "read_manifest", "read_segments", "PROVENANCE_DIR"]
+__all__ = ["read_json", "read_manifest", "read_segments"]
 
-#: Where a deferred store keeps the eager store its executions are replayed into (by
-#: ``lipspark materialize``); readers load the graph from there.
-PROVENANCE_DIR = "provenance"
 
 
 def read_json(path: str, what: str) -> Any:

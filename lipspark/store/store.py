@@ -25,12 +25,14 @@ from typing import Any
 from lipspark.errors import StoreError
 from lipspark.store.manifest import read_json
 
-__all__ = ["Store", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES"]
+__all__ = ["Store", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES", "PROVENANCE_DIR"]
 
 STORE_FORMAT = "lipspark-store"
 STORE_VERSION = 1
 #: How a store with provenance on records its graph (see :meth:`Store.create`).
 CAPTURE_MODES = ("eager", "deferred")
+#: Where a deferred store keeps the eager store its executions are replayed into.
+PROVENANCE_DIR = "provenance"
 
 
 def _write_json_atomic(path: str, data: Any) -> None:
@@ -128,6 +130,17 @@ class Store:
         if not self.meta["provenance"]:
             return None
         return self.meta.get("capture") or "eager"
+
+    def graph_store(self) -> "Store | None":
+        """The store whose graph answers queries about this one: itself when capture is eager,
+        the eager store its executions are replayed into when deferred (``None`` if not made
+        yet, or provenance is off). Replaying is :func:`lipspark.workflow.materialize`'s job."""
+        if self.capture == "eager":
+            return self
+        if self.capture != "deferred":
+            return None
+        sub = os.path.join(self.root, PROVENANCE_DIR)
+        return Store.open(sub) if os.path.exists(os.path.join(sub, "store.json")) else None
 
     @property
     def executions(self) -> list[dict[str, Any]]:

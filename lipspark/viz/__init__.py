@@ -2,12 +2,14 @@
 
 :func:`render` draws and optionally writes a self-contained HTML page, :func:`to_html` returns
 the page, :func:`repr_html` wraps it in an ``<iframe>`` for Jupyter. See ``docs/viz.md``.
-Importing this package makes graphs draw themselves in Jupyter: it sets
-:attr:`GraphIndex.html_renderer <lipspark.graph.index.GraphIndex.html_renderer>` (the graph
-layer does not import the drawing layer; query results import it when displayed).
+Importing this package makes graphs and query results draw themselves in Jupyter: it sets
+:attr:`GraphIndex.html_renderer <lipspark.graph.index.GraphIndex.html_renderer>` and
+:attr:`Result.html_renderer <lipspark.query.engine.Result.html_renderer>` (the graph and query
+layers do not import the drawing layer).
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
+from lipspark.query.engine import Result
 >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": ["p", "v"], "op": ["token", "constant"], "label": ["R:a", "1"],
 ...                                    "value": [None, 1]}),
 ...                      pd.DataFrame({"src": [1], "dst": [2]}))
@@ -19,6 +21,7 @@ True
 from __future__ import annotations
 
 from lipspark.graph.index import GraphIndex
+from lipspark.query.engine import Result
 from lipspark.viz.render import (
     DrawingInfo,
     levels,
@@ -29,5 +32,6 @@ from lipspark.viz.render import (
 )
 
 GraphIndex.html_renderer = repr_html
+Result.html_renderer = repr_html
 
 __all__ = ["DrawingInfo", "levels", "module_colours", "render", "repr_html", "to_html"]

@@ -521,7 +521,7 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
         net.edges.append(edge)
 
     info = DrawingInfo(d.title, len(pos), len(pairs), len(src), int(d.marked.sum()), tuple(sorted(mods_present)), with_poly)
-    net.lipspark = info  # type: ignore[attr-defined]
+    net.lipspark = info
     page = _finish_page(net.generate_html(), _legend(info, colours, no_module), d.title)
     net.html = page
     return net, page

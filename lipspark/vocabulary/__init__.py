@@ -12,6 +12,7 @@ from __future__ import annotations
 from lipspark.vocabulary.aggregates import SPARK_AGGREGATES, aggregate, aggregate_op, is_null
 from lipspark.vocabulary.ops import AGGREGATE_OPS, BOUNDARY_OPS, Op
 from lipspark.vocabulary.segments import (
+    BASE_ID,
     BOUNDARY_ROLES,
     FORMAT_VERSION,
     AggregateSpec,
@@ -29,6 +30,6 @@ from lipspark.vocabulary.segments import (
 
 __all__ = [
     "Op", "AGGREGATE_OPS", "BOUNDARY_OPS", "aggregate", "aggregate_op", "is_null", "SPARK_AGGREGATES",
-    "FORMAT_VERSION", "BOUNDARY_ROLES", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
+    "FORMAT_VERSION", "BOUNDARY_ROLES", "BASE_ID", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
 ]

@@ -64,28 +64,28 @@ def positional(seg: "int | np.ndarray", ordinal: _I) -> _I:
     """The id ``seg << SEGMENT_SHIFT | ordinal`` (ints or numpy arrays)."""
     if isinstance(seg, np.ndarray) or isinstance(ordinal, np.ndarray):
         return (np.asarray(seg, dtype=np.int64) << np.int64(SEGMENT_SHIFT)) | np.asarray(ordinal, dtype=np.int64)  # type: ignore[return-value]
-    return (int(seg) << SEGMENT_SHIFT) | int(ordinal)  # type: ignore[return-value]
+    return (int(seg) << SEGMENT_SHIFT) | int(ordinal)
 
 
 def segment_of(ids: _I) -> _I:
     """The segment of positional ids."""
     if isinstance(ids, np.ndarray):
-        return ids >> np.int64(SEGMENT_SHIFT)  # type: ignore[return-value]
-    return int(ids) >> SEGMENT_SHIFT  # type: ignore[return-value]
+        return ids >> np.int64(SEGMENT_SHIFT)
+    return int(ids) >> SEGMENT_SHIFT
 
 
 def ordinal_of(ids: _I) -> _I:
     """The ordinal (low bits) of ids."""
     if isinstance(ids, np.ndarray):
-        return ids & np.int64(LOW_MASK)  # type: ignore[return-value]
-    return int(ids) & LOW_MASK  # type: ignore[return-value]
+        return ids & np.int64(LOW_MASK)
+    return int(ids) & LOW_MASK
 
 
 def file_position(file_ordinal: _I, row: _I) -> _I:
     """A stored row's ordinal: ``file_ordinal << ROW_BITS | row``."""
     if isinstance(file_ordinal, np.ndarray) or isinstance(row, np.ndarray):
-        return (np.asarray(file_ordinal, dtype=np.int64) << np.int64(ROW_BITS)) | np.asarray(row, dtype=np.int64)  # type: ignore[return-value]
-    return (int(file_ordinal) << ROW_BITS) | int(row)  # type: ignore[return-value]
+        return (np.asarray(file_ordinal, dtype=np.int64) << np.int64(ROW_BITS)) | np.asarray(row, dtype=np.int64)
+    return (int(file_ordinal) << ROW_BITS) | int(row)
 
 
 def aggregate_salt(j: int) -> int:
@@ -104,8 +104,8 @@ def aggregate_salt(j: int) -> int:
 def aggregate_ids(group_ids: _I, j: int) -> _I:
     """Ids of the j-th aggregate v-nodes of the groups whose δ nodes are ``group_ids``."""
     if isinstance(group_ids, np.ndarray):
-        return group_ids ^ np.int64(aggregate_salt(j))  # type: ignore[return-value]
-    return int(group_ids) ^ aggregate_salt(j)  # type: ignore[return-value]
+        return group_ids ^ np.int64(aggregate_salt(j))
+    return int(group_ids) ^ aggregate_salt(j)
 
 
 def tensor_ids(seg: int, slots: np.ndarray) -> np.ndarray:

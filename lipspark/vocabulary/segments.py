@@ -38,7 +38,7 @@ from lipspark.vocabulary.ops import Op
 __all__ = [
     "FORMAT_VERSION", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
-    "BOUNDARY_ROLES",
+    "BOUNDARY_ROLES", "BASE_ID",
 ]
 
 #: Version of the graph layout (manifest ``version``); readers refuse other versions.
@@ -47,6 +47,8 @@ FORMAT_VERSION = 1
 #: over a new state tuple's factors, when it has several) and an output value column.
 BOUNDARY_ROLES = ("i", "s", "o", "collapse", "vo")
 _CONTEXT = ("module", "node", "execution", "invocation")
+#: Column holding the token id in a base segment's ``tuples`` table (never a user column).
+BASE_ID = "__lp_id"
 
 
 def _require(d: Mapping[str, Any], key: str, what: str) -> Any:

@@ -5,10 +5,12 @@ provenance off: modules run on plain DataFrames and only what any run keeps is w
 inputs, module outputs, state). That is enough to rebuild the provenance exactly, because module
 code is deterministic (fidelity requires it) and every relation crossing a module boundary is in
 the store: :func:`materialize` re-runs each execution not yet replayed with provenance on, from
-the stored inputs and initial state, into an eager store at ``<store>/provenance/``. Loading the
-graph of a deferred store (:class:`~lipspark.graph.index.GraphIndex`, ``lipspark query``,
-``viz``, ``export``) materializes first, so queries see the same graph, with the same node ids,
-as an eager run of the same inputs.
+the stored inputs and initial state, into an eager store at ``<store>/provenance/``, so queries
+see the same graph, with the same node ids, as an eager run of the same inputs.
+
+Materialization is an explicit step: reading a graph never runs Spark. ``lipspark
+materialize``, and the ``query``, ``viz`` and ``export`` commands, call :func:`materialize`
+before loading the graph of a deferred store; code that loads one itself calls it first.
 
 Each replayed execution is checked before it is committed: every output and state relation must
 equal (as a multiset) the one the deferred run stored, else the replay stops with a
@@ -28,22 +30,15 @@ from typing import Any, Callable
 
 from lipspark.errors import StoreError
 from lipspark.store import Store
+from lipspark.store.store import PROVENANCE_DIR
 
 __all__ = ["materialize", "graph_store", "PROVENANCE_DIR"]
-
-#: Where a deferred store keeps the eager store its executions are replayed into.
-PROVENANCE_DIR = "provenance"
 
 
 def graph_store(store: Store) -> Store | None:
     """The store whose graph answers queries about ``store``: itself when capture is eager, its
     replay when deferred (``None`` if not materialized yet or provenance is off)."""
-    if store.capture == "eager":
-        return store
-    if store.capture != "deferred":
-        return None
-    sub = os.path.join(store.root, PROVENANCE_DIR)
-    return Store.open(sub) if os.path.exists(os.path.join(sub, "store.json")) else None
+    return store.graph_store()
 
 
 def _fingerprints(spark: Any, frames: list[Any]) -> list[tuple[int, int]]:
@@ -72,11 +67,8 @@ def materialize(store: "Store | str", *, spark: Any = None, progress: bool = Fal
     the store has provenance off, its workflow definition file is gone or changed name, or a
     replay does not reproduce what the deferred run stored.
     """
-    import time
-
     from lipspark.session import get_spark
-    from lipspark.workflow.definition import load_definition
-    from lipspark.workflow.execution import Executor, StoredRelation, relation_frame
+    from lipspark.workflow.execution import Executor
 
     if isinstance(store, str):
         store = Store.open(store)
@@ -84,13 +76,28 @@ def materialize(store: "Store | str", *, spark: Any = None, progress: bool = Fal
         raise StoreError(f"the store at {store.root} was run with --no-provenance: it has outputs and state but no graph")
     if store.capture == "eager":
         return store
-    sub_root = os.path.join(store.root, PROVENANCE_DIR)
-    sub = Store.open(sub_root) if os.path.exists(os.path.join(sub_root, "store.json")) else None
+    sub = graph_store(store)
     done = len(sub.executions) if sub is not None else 0
     if done > len(store.executions):
         raise StoreError(f"the store at {store.root} is corrupt: {PROVENANCE_DIR}/ has {done} executions, the store {len(store.executions)}")
     if sub is not None and sub.meta.get("initial") is not None and done == len(store.executions):
         return sub
+    definition = _replayable_definition(store)
+    workflow = definition.build(store.meta["params"])
+    spark = spark or get_spark(app_name=f"lipspark-{definition.name}")
+    if sub is None:
+        sub = Store.create(os.path.join(store.root, PROVENANCE_DIR), definition.name, True, store.meta["params"])
+    executor = Executor(spark, workflow, sub, provenance=True)
+    # inputs and initial state are copied file for file: same files, same rows, same token ids
+    executor.initialize(_stored_initial_state(store))
+    _replay(spark, store, executor, store.executions[done:], progress=progress, on_execution=on_execution)
+    return sub
+
+
+def _replayable_definition(store: Store) -> Any:
+    """The workflow definition a deferred store was run with, loaded again from its file."""
+    from lipspark.workflow.definition import load_definition
+
     path = store.meta.get("definition")
     if not path or not os.path.exists(path):
         raise StoreError(f"the store at {store.root} defers its provenance to a replay of workflow definition {path}, which does not exist; "
@@ -98,41 +105,38 @@ def materialize(store: "Store | str", *, spark: Any = None, progress: bool = Fal
     definition = load_definition(path)
     if definition.name != store.meta["workflow"]:
         raise StoreError(f"{path} now defines workflow {definition.name!r}, but the store at {store.root} ran {store.meta['workflow']!r}")
-    params = store.meta["params"]
-    workflow = definition.build(params)
-    spark = spark or get_spark(app_name=f"lipspark-{definition.name}")
-    if sub is None:
-        sub = Store.create(sub_root, definition.name, True, params)
-    executor = Executor(spark, workflow, sub, provenance=True)
-    # inputs and initial state are copied file for file: same files, same rows, same token ids
-    initial = {m: {r: StoredRelation(store.resolve(d["dir"])) for r, d in rels.items()} for m, rels in (store.meta["initial"] or {}).items()}
-    executor.initialize(initial)
-    pending = store.executions[done:]
+    return definition
+
+
+def _stored_initial_state(store: Store) -> dict[str, dict[str, Any]]:
+    from lipspark.workflow.relations import StoredRelation, descriptor
+
+    return {m: {r: StoredRelation(store.resolve(descriptor(d).dir)) for r, d in rels.items()}
+            for m, rels in (store.meta["initial"] or {}).items()}
+
+
+def _stored_inputs(store: Store, workflow: Any, execution: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    from lipspark.workflow.relations import StoredRelation
+
+    return {node: {r: StoredRelation(store.resolve(f"{execution['dir']}/inputs/{node}/{r}")) for r in rels}
+            for node, rels in workflow.workflow_inputs().items()}
+
+
+def _replay(spark: Any, store: Store, executor: Any, pending: list[dict[str, Any]], *, progress: bool,
+            on_execution: Callable[[int, float], None] | None) -> None:
+    """Re-run ``pending`` executions of ``store`` with provenance, each checked against what
+    the deferred run stored before it is committed."""
+    import time
+
     bar = None
     if progress and pending:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(pending), desc=f"replaying {definition.name} with provenance", unit="exec")
+        bar = tqdm(total=len(pending), desc=f"replaying {store.meta['workflow']} with provenance", unit="exec")
     try:
         for e in pending:
             t0 = time.perf_counter()
-            inputs = {node: {r: StoredRelation(store.resolve(f"{e['dir']}/inputs/{node}/{r}")) for r in rels}
-                      for node, rels in workflow.workflow_inputs().items()}
-
-            def verify(record: dict[str, Any], e: dict[str, Any] = e) -> None:
-                pairs = [(f"output {r} of {node}", e["outputs"][node][r], d) for node, rels in record["outputs"].items() for r, d in rels.items()]
-                pairs += [(f"state {r} of module {m}", e["state"][m][r], d) for m, rels in record["state"].items() for r, d in rels.items()]
-                frames = [relation_frame(spark, s, d) for _, a, b in pairs for s, d in ((store, a), (sub, b))]
-                prints = _fingerprints(spark, frames)
-                for i, (what, a, _) in enumerate(pairs):
-                    stored, replayed = prints[2 * i], prints[2 * i + 1]
-                    if stored != replayed:
-                        raise StoreError(
-                            f"replaying execution {e['n']} to capture its provenance gave another {what} than the run stored "
-                            f"({replayed[0]} rows vs {stored[0]} stored, in {a['dir']}): the module is not deterministic, so its "
-                            "provenance cannot be deferred; run the workflow with --capture eager")
-
-            executor.execute(inputs, verify=verify)
+            executor.execute(_stored_inputs(store, executor.workflow, e), verify=_verifier(spark, store, executor.store, e))
             if on_execution:
                 on_execution(e["n"], time.perf_counter() - t0)
             if bar:
@@ -140,4 +144,25 @@ def materialize(store: "Store | str", *, spark: Any = None, progress: bool = Fal
     finally:
         if bar:
             bar.close()
-    return sub
+
+
+def _verifier(spark: Any, store: Store, sub: Store, execution: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """A check that a replay's record stored the same outputs and state (as multisets) as the
+    deferred run's ``execution``."""
+    from lipspark.workflow.relations import descriptor, relation_frame
+
+    def verify(record: dict[str, Any]) -> None:
+        e = execution
+        pairs = [(f"output {r} of {node}", e["outputs"][node][r], d) for node, rels in record["outputs"].items() for r, d in rels.items()]
+        pairs += [(f"state {r} of module {m}", e["state"][m][r], d) for m, rels in record["state"].items() for r, d in rels.items()]
+        frames = [relation_frame(spark, s, d) for _, a, b in pairs for s, d in ((store, a), (sub, b))]
+        prints = _fingerprints(spark, frames)
+        for i, (what, a, _) in enumerate(pairs):
+            stored, replayed = prints[2 * i], prints[2 * i + 1]
+            if stored != replayed:
+                raise StoreError(
+                    f"replaying execution {e['n']} to capture its provenance gave another {what} than the run stored "
+                    f"({replayed[0]} rows vs {stored[0]} stored, in {descriptor(a).dir}): the module is not deterministic, so its "
+                    "provenance cannot be deferred; run the workflow with --capture eager")
+
+    return verify

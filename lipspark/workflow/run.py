@@ -43,7 +43,7 @@ class RunSummary:
             f"executions   {self.executions_run} run now, {self.executions_total} in the store" + (" (stopped: condition met)" if self.stopped_early else ""),
             "outputs      " + ("; ".join(f"{n}.{r}: {c} rows" for n, rels in self.outputs.items() for r, c in rels.items()) or "none"),
             f"graph        {self.nodes:,} nodes, {self.edges:,} edges" if self.nodes is not None
-            else f"graph        {'deferred: made by replaying the executions when first queried (lipspark materialize)' if self.deferred else 'none (provenance off)'}",
+            else f"graph        {f'deferred: make it with lipspark materialize {self.store}' if self.deferred else 'none (provenance off)'}",
             f"store        {self.store} ({self.bytes:,} bytes)",
             f"time         {self.seconds:.1f}s" + (f" ({sum(self.execution_seconds) / len(self.execution_seconds):.2f}s per execution)" if self.execution_seconds else ""),
         ]
@@ -96,10 +96,13 @@ def run(
         Spark master URL (default embedded ``local[2]``).
     params
         Parameter overrides (e.g. ``{"numCars": 2000, "seed": 7}``).
+    count_graph
+        Load an eager store's graph to report its size.
     capture
         ``"eager"`` writes the graph with every execution; ``"deferred"`` runs at the speed of
-        provenance off and makes the graph when it is first loaded, by replaying the executions
-        (:mod:`lipspark.workflow.materialize`; the definition file must stay where it is).
+        provenance off; its graph is made later, explicitly, by replaying the executions
+        (:func:`lipspark.workflow.materialize`, ``lipspark materialize``; the definition file
+        must stay where it is).
     """
     from lipspark.session import get_spark
 
@@ -113,24 +116,7 @@ def run(
     graph_dir = graph_dir or os.path.join("graphs", definition.name + ("" if provenance else "-plain"))
     workflow = definition.build(p)  # invalid parameters or workflows fail here, before anything is written
     spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}")
-    created = False
-    if os.path.exists(os.path.join(graph_dir, "store.json")):
-        store = Store.open(graph_dir)
-        if store.meta["workflow"] != definition.name:
-            raise StoreError(f"{graph_dir} holds workflow {store.meta['workflow']!r}, not {definition.name!r}")
-        if store.meta["provenance"] != provenance:
-            raise StoreError(f"{graph_dir} was run with provenance {'on' if store.meta['provenance'] else 'off'}; continue it the same way or use another --graph")
-        if provenance and store.capture != capture:
-            raise StoreError(f"{graph_dir} was run with --capture {store.capture}; continue it the same way or use another --graph")
-        if store.meta["params"] != p:
-            changed = sorted(k for k in p if store.meta["params"].get(k) != p[k])
-            raise StoreError(f"{graph_dir} was created with other parameters ({', '.join(changed)}); continue it with the same ones or use another --graph")
-    else:
-        if provenance and capture == "deferred" and path is None:
-            raise StoreError(f"deferred capture replays the workflow's definition later, and {definition.name!r} was not loaded from a file; "
-                             "load it with lipspark.workflow.load_definition(path), or use capture='eager'")
-        store = Store.create(graph_dir, definition.name, provenance, p, capture=capture, definition=path)
-        created = True
+    store, created = _open_store(definition, path, graph_dir, provenance, capture, p)
     executor = Executor(spark, workflow, store, provenance=provenance)
     try:
         executor.initialize(definition.initial_state(spark, p))
@@ -139,43 +125,80 @@ def run(
             shutil.rmtree(graph_dir, ignore_errors=True)
         raise
     n_run = executions if executions is not None else int(p.get("numExec", 1))
+    times, stopped = _run_executions(spark, definition, executor, p, n_run, progress)
+    nodes, edges = _graph_size(store) if provenance and count_graph else (None, None)
+    return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, _output_counts(spark, store, workflow),
+                      nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times, deferred=store.capture == "deferred")
+
+
+def _open_store(definition: WorkflowDefinition, path: str | None, graph_dir: str, provenance: bool, capture: str,
+                params: dict[str, Any]) -> tuple[Store, bool]:
+    """The store to continue (checked to be run the same way) or a new one; and whether it is new."""
+    if os.path.exists(os.path.join(graph_dir, "store.json")):
+        store = Store.open(graph_dir)
+        if store.meta["workflow"] != definition.name:
+            raise StoreError(f"{graph_dir} holds workflow {store.meta['workflow']!r}, not {definition.name!r}")
+        if store.meta["provenance"] != provenance:
+            raise StoreError(f"{graph_dir} was run with provenance {'on' if store.meta['provenance'] else 'off'}; continue it the same way or use another --graph")
+        if provenance and store.capture != capture:
+            raise StoreError(f"{graph_dir} was run with --capture {store.capture}; continue it the same way or use another --graph")
+        if store.meta["params"] != params:
+            changed = sorted(k for k in params if store.meta["params"].get(k) != params[k])
+            raise StoreError(f"{graph_dir} was created with other parameters ({', '.join(changed)}); continue it with the same ones or use another --graph")
+        return store, False
+    if provenance and capture == "deferred" and path is None:
+        raise StoreError(f"deferred capture replays the workflow's definition later, and {definition.name!r} was not loaded from a file; "
+                         "load it with lipspark.workflow.load_definition(path), or use capture='eager'")
+    return Store.create(graph_dir, definition.name, provenance, params, capture=capture, definition=path), True
+
+
+def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Executor, params: dict[str, Any], n_run: int,
+                    progress: bool) -> tuple[list[float], bool]:
+    """Run up to ``n_run`` executions (fewer if the definition's stop condition is met): the
+    time each took, and whether the run stopped early."""
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=n_run, desc=definition.name, unit="exec")
-    times, stopped, record = [], False, None
+    times: list[float] = []
     try:
         for _ in range(n_run):
             e0 = time.perf_counter()
-            n = store.next_execution
-            record = executor.execute(definition.inputs(spark, n, p))
+            record = executor.execute(definition.inputs(spark, executor.store.next_execution, params))
             times.append(time.perf_counter() - e0)
             if bar:
                 bar.update(1)
             if definition.stop is not None:
                 out_rows = {
-                    node: {r: relation_frame(spark, store, d).collect() for r, d in rels.items()}
+                    node: {r: relation_frame(spark, executor.store, d).collect() for r, d in rels.items()}
                     for node, rels in record["outputs"].items()
-                    if workflow.nodes[node].output
+                    if executor.workflow.nodes[node].output
                 }
-                if definition.stop(out_rows, p):
-                    stopped = True
-                    break
+                if definition.stop(out_rows, params):
+                    return times, True
     finally:
         if bar:
             bar.close()
-    outputs: dict[str, dict[str, int]] = {}
-    if store.executions:
-        last = store.executions[-1]["outputs"]
-        for node, rels in last.items():
-            if workflow.nodes[node].output:
-                outputs[node] = {r: relation_frame(spark, store, d).count() for r, d in rels.items()}
-    nodes = edges = None
-    if provenance and count_graph and store.capture == "eager":
-        from lipspark.graph.load import load_graph
+    return times, False
 
-        g = load_graph(store.root)
-        nodes, edges = len(g), g.num_edges
-    return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, outputs, nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times,
-                      deferred=store.capture == "deferred")
+
+def _output_counts(spark: Any, store: Store, workflow: Any) -> dict[str, dict[str, int]]:
+    """Rows of each workflow output in the store's last execution."""
+    if not store.executions:
+        return {}
+    last = store.executions[-1]["outputs"]
+    return {node: {r: relation_frame(spark, store, d).count() for r, d in rels.items()}
+            for node, rels in last.items() if workflow.nodes[node].output}
+
+
+def _graph_size(store: Store) -> tuple[int | None, int | None]:
+    """Nodes and edges of the store's graph if it has one now: an eager store's. A deferred
+    store's graph is made only by an explicit :func:`~lipspark.workflow.materialize`, which
+    replays every execution; a summary does not pay for that."""
+    if store.capture != "eager":
+        return None, None
+    from lipspark.graph.load import load_graph
+
+    g = load_graph(store.root)
+    return len(g), g.num_edges

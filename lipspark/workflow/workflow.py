@@ -145,7 +145,7 @@ class Workflow:
                     stack.append((nxt, iter(succ[nxt])))
 
     def _check_connected(self) -> None:
-        adj = {n: set() for n in self.nodes}
+        adj: dict[str, set[str]] = {n: set() for n in self.nodes}
         for e in self.edges:
             adj[e.src].add(e.dst)
             adj[e.dst].add(e.src)

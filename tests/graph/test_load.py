@@ -9,7 +9,7 @@ from lipspark.errors import StoreError
 from lipspark.graph.index import GraphIndex
 from lipspark.graph.load import load_graph
 from lipspark.store import Store
-from lipspark.store.manifest import PROVENANCE_DIR
+from lipspark.store import PROVENANCE_DIR
 
 
 def _deferred(tmp_path, executions=1):

@@ -1,6 +1,7 @@
 """Deferred capture: executions at plain speed, the graph made later by replay, identical to eager."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 
@@ -52,11 +53,15 @@ def test_deferred_run_replays_into_the_eager_graph(spark, ledger_runs, tmp_path)
     assert not os.path.exists(os.path.join(d, "executions", "000001", "graph"))  # nothing captured yet
     sub = materialize(d, spark=spark)
     assert len(sub.executions) == 2 and graph_store(Store.open(d)).root == sub.root
-    # continue the deferred run; loading the graph replays only the new execution
+    # continue the deferred run: loading never replays, it names the step; materializing
+    # again replays only the new execution
     run(LEDGER, graph_dir=d, spark=spark, executions=1, capture="deferred")
+    with pytest.raises(StoreError, match=f"lipspark materialize {d}"):
+        GraphIndex.load(d)
     assert len(Store.open(os.path.join(d, PROVENANCE_DIR)).executions) == 2
-    same_graph(GraphIndex.load(d), GraphIndex.load(eager))  # same node ids, edges, labels as eager capture
+    materialize(d, spark=spark)
     assert len(Store.open(os.path.join(d, PROVENANCE_DIR)).executions) == 3
+    same_graph(GraphIndex.load(d), GraphIndex.load(eager))  # same node ids, edges, labels as eager capture
     # fidelity: the deferred run stored the data the eager one did
     assert stored(spark, d) == stored(spark, eager)
     # queries resolve tuples against the replayed store's files
@@ -73,7 +78,7 @@ def test_deferred_capture_needs_a_definition_file_and_the_same_mode(spark, ledge
         run(str(src), graph_dir=d, spark=spark, executions=1)
     os.remove(src)
     with pytest.raises(StoreError, match="does not exist.*--capture eager"):
-        GraphIndex.load(d)
+        materialize(d, spark=spark)
     assert not os.path.exists(os.path.join(d, PROVENANCE_DIR))
     with pytest.raises(StoreError, match="no-provenance"):
         materialize(ledger_runs[1], spark=spark)
@@ -100,6 +105,11 @@ def test_cli_run_deferred_and_materialize(spark, tmp_path, capsys):
     d = str(tmp_path / "g")
     assert cli(["run", LEDGER, "--graph", d, "--executions", "1", "--capture", "deferred", "--quiet"]) == 0
     assert "deferred" in capsys.readouterr().out
+    assert not os.path.exists(os.path.join(d, PROVENANCE_DIR))
+    # a query of a deferred store materializes it first (the explicit step, taken by the CLI)
+    assert cli(["query", d, "-e", "polynomial output Summary of report execution 1", "--format", "json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 1
+    assert len(Store.open(os.path.join(d, PROVENANCE_DIR)).executions) == 1
     assert cli(["materialize", d, "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "1 executions" in out and "nodes" in out and "replayed" in out

@@ -9,8 +9,8 @@ which black-box UDFs it calls. Anything it does not recognise is reported, never
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 from pyspark.sql import DataFrame
 
@@ -47,7 +47,7 @@ class _Node:
     fields: dict[str, Any]
     children: list["_Node"]
 
-    def walk(self):
+    def walk(self) -> Iterator["_Node"]:
         stack = [self]
         while stack:
             node = stack.pop()
@@ -74,8 +74,10 @@ class ProjectionItem:
     """One output column of a projection.
 
     ``source`` is the input column it passes through unchanged (a bare or renamed column
-    reference), else ``None``. ``udfs`` names the Python UDFs the expression calls and
-    ``references`` the input columns it reads.
+    reference), else ``None``. ``udfs`` names the Python UDFs the expression calls,
+    ``udf_args`` the bare input columns each takes, ``udf_functions`` their JVM functions
+    (``SimplePythonFunction``: what identifies a black box, never its name), and
+    ``references`` the input columns the expression reads.
     """
 
     name: str
@@ -83,6 +85,7 @@ class ProjectionItem:
     udfs: tuple[str, ...]
     references: tuple[str, ...]
     udf_args: tuple[tuple[str, ...], ...] = ()
+    udf_functions: tuple[Any, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,18 @@ class Projection:
     generator_input: str | None = None  # the exploded column, when it is a bare column
     generator_outputs: tuple[str, ...] = ()
     generator_outer: bool = False
+
+
+def _python_functions(jexpr: Any) -> tuple[Any, ...]:
+    """The JVM functions of the PythonUDFs in ``jexpr``, in :meth:`_Node.walk` order."""
+    out = []
+    stack = [jexpr]
+    while stack:
+        node = stack.pop()
+        if node_name(node) == "PythonUDF":
+            out.append(node.func())
+        stack.extend(_seq(node.children()))
+    return tuple(out)
 
 
 def _item(jexpr: Any) -> ProjectionItem:
@@ -110,7 +125,10 @@ def _item(jexpr: Any) -> ProjectionItem:
             udf_args.append(tuple(str(c.fields["name"]) if c.cls == "AttributeReference" else "" for c in node.children))
         elif node.cls == "AttributeReference":
             refs.add(str(node.fields["name"]))
-    return ProjectionItem(name, source, tuple(udfs), tuple(sorted(refs)), tuple(udf_args))
+    funcs: tuple[Any, ...] = ()
+    if udfs:  # one Py4J walk, only for expressions that call Python
+        funcs = _python_functions(jexpr.child() if top.cls == "Alias" else jexpr)
+    return ProjectionItem(name, source, tuple(udfs), tuple(sorted(refs)), tuple(udf_args), funcs)
 
 
 def read_projection(source: DataFrame, projected: DataFrame) -> Projection | None:

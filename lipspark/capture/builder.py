@@ -1,0 +1,158 @@
+"""Recording the provenance graph while module code runs: typed segments, expanded later.
+
+Each rewritten operation that creates nodes allocates a *segment* number (in the order
+operations are applied, so it is the same on every run of the same code) and records a typed
+segment (:mod:`lipspark.vocabulary.segments`) with lazy Spark DataFrames describing its nodes
+in compact form (Smoke-style id arrays rather than a row per node):
+
+``base`` — ``tuples``
+    one row per base tuple: its token id (column :data:`~lipspark.vocabulary.BASE_ID`) and its
+    key (or all) values; absent when the tuples are read back from Parquet files.
+``group`` — ``members``
+    one row per *member* of a group-by, distinct, cogroup or relation-level black box: the group
+    node id ``g``, the member's p-node id ``m``, its factors ``__lp_f0..`` when it has several
+    (then ``m`` is a · node over the non-zero ones), the distinct aggregate arguments ``x0..``
+    and the arguments' own v-nodes ``v0..``. Everything else is implied by the id layout of
+    :mod:`lipspark.vocabulary.ids`.
+``rownode`` — ``nodes``
+    one row per node created row by row (a value-level black box): its id, the ids of its
+    children and its value.
+
+Nothing is computed until the graph is written or collected, so recording costs no Spark job.
+
+>>> from lipspark.vocabulary import Context, InvocationSegment
+>>> b = GraphBuilder()
+>>> seg = b.allocate()
+>>> b.record(InvocationSegment(seg, Context(module="m"), label="m"))
+InvocationSegment(seg=1, context=Context(module='m', node=None, execution=None, invocation=None), label='m')
+>>> b.next_segment, [s.kind for s in b.segments]
+(2, ['invocation'])
+"""
+from __future__ import annotations
+
+import json
+import os
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+from lipspark.errors import AnnotationError
+from lipspark.vocabulary.ids import check_segment
+from lipspark.vocabulary.segments import FORMAT_VERSION, Segment
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+__all__ = ["GraphBuilder"]
+
+
+class GraphBuilder:
+    """Collects typed segments and their lazy tables as module code runs.
+
+    Parameters
+    ----------
+    first_segment
+        The number :meth:`allocate` returns first (a workflow store continues its numbering
+        across executions).
+    """
+
+    def __init__(self, first_segment: int = 1) -> None:
+        self._next = first_segment
+        self._segments: list[Segment] = []
+        self._tables: dict[int, dict[str, DataFrame]] = {}
+
+    @property
+    def next_segment(self) -> int:
+        """The number the next :meth:`allocate` will return."""
+        return self._next
+
+    @property
+    def segments(self) -> list[Segment]:
+        """The segments recorded so far, in recording order."""
+        return list(self._segments)
+
+    def tables(self, seg: int) -> dict[str, DataFrame]:
+        """The lazy tables recorded with segment ``seg`` (empty for a segment without tables)."""
+        return dict(self._tables.get(seg, {}))
+
+    def allocate(self) -> int:
+        """A fresh segment number (deterministic: the n-th operation gets the n-th number)."""
+        seg = check_segment(self._next)
+        self._next += 1
+        return seg
+
+    def record(self, segment: Segment, **tables: DataFrame) -> Segment:
+        """Record ``segment`` with its tables (lazy DataFrames); returns the segment.
+
+        Raises
+        ------
+        AnnotationError
+            If the segment was recorded already, or a table is not one its kind carries.
+        """
+        if segment.seg in self._tables:
+            raise AnnotationError(f"internal: segment {segment.seg} recorded twice")
+        unknown = sorted(set(tables) - set(segment.tables))
+        if unknown:
+            raise AnnotationError(f"internal: a {segment.kind} segment carries tables {list(segment.tables)}, got {unknown}")
+        self._segments.append(segment)
+        self._tables[segment.seg] = dict(tables)
+        return segment
+
+    # ------------------------------------------------------------------ output
+    def collect(self) -> list[tuple[Segment, dict[str, pa.Table]]]:
+        """Compute every segment's tables into Arrow: ``[(segment, {name: pyarrow.Table})]``."""
+        return [(s, {name: df.toArrow() for name, df in self._tables[s.seg].items()}) for s in self._segments]
+
+    def write(self, path: str) -> dict[str, Any]:
+        """Write every segment as Parquet under ``path`` plus a ``manifest.json``.
+
+        Tables of the same name (all ``members``, all ``nodes``) are written together by one
+        Spark job, partitioned by segment, so a graph costs one job per table kind rather than
+        one per operation. Returns the manifest. ``path`` must not exist yet or be empty.
+        """
+        if os.path.exists(path) and os.listdir(path):
+            raise AnnotationError(f"refusing to write a graph into non-empty directory {path!r}")
+        entries: dict[int, dict[str, Any]] = {s.seg: {**s.to_json(), "tables": {}} for s in self._segments}
+        by_name: dict[str, list[tuple[int, DataFrame]]] = {}
+        for s in self._segments:
+            for name, df in self._tables[s.seg].items():
+                by_name.setdefault(name, []).append((s.seg, df))
+        for name, parts in by_name.items():
+            if name == "tuples":  # base relations copied into the graph: columns differ, one job each
+                for seg, df in parts:
+                    rel = f"seg-{seg:06d}/{name}"
+                    df.write.mode("errorifexists").parquet(os.path.join(path, rel))
+                    entries[seg]["tables"][name] = {"path": rel}
+            else:
+                _write_partitioned(path, name, parts, entries)
+        manifest: dict[str, Any] = {"format": "lipspark-graph", "version": FORMAT_VERSION,
+                                    "segments": [entries[s.seg] for s in self._segments]}
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, "manifest.json"), "w") as fh:
+            json.dump(manifest, fh, indent=1)
+        return manifest
+
+
+def _write_partitioned(path: str, name: str, parts: list[tuple[int, DataFrame]], entries: dict[int, dict[str, Any]]) -> None:
+    """Write the tables called ``name`` of several segments with one job, partitioned by segment.
+
+    Argument columns ``x<i>`` are typed per segment, so each is stored as ``x<i>_<type>`` and the
+    manifest maps it back."""
+    from pyspark.sql import functions as F
+
+    frames = []
+    for seg, df in parts:
+        renamed = {c: f"{c}_{_type_code(df.schema[c].dataType)}" for c in df.columns if c.startswith("x")}
+        frames.append(df.select(F.lit(seg).alias("seg"), *[F.col(c).alias(renamed.get(c, c)) for c in df.columns]))
+        entries[seg]["tables"][name] = {"path": f"{name}/seg={seg}", "columns": {v: k for k, v in renamed.items()}}
+    if len(frames) == 1:  # one segment: no partitioned writer (it would sort every row)
+        frames[0].drop("seg").write.mode("errorifexists").parquet(os.path.join(path, name, f"seg={parts[0][0]}"))
+        return
+    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    union.write.mode("errorifexists").partitionBy("seg").parquet(os.path.join(path, name))
+    for seg, _ in parts:  # a segment with no rows gets no partition directory
+        os.makedirs(os.path.join(path, name, f"seg={seg}"), exist_ok=True)
+
+
+def _type_code(dtype: Any) -> str:
+    return "".join(ch for ch in dtype.simpleString() if ch.isalnum())

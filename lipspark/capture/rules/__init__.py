@@ -1,0 +1,12 @@
+"""The rewrite rules, one module per kind of operation (Lipstick §3.2).
+
+Each rule is a small function over an immutable :class:`~lipspark.frame.AnnotatedFrame`
+saying how data and annotation propagate and which segment it records:
+:mod:`~lipspark.capture.rules.projection`, :mod:`~lipspark.capture.rules.selection`,
+:mod:`~lipspark.capture.rules.join`, :mod:`~lipspark.capture.rules.union`,
+:mod:`~lipspark.capture.rules.aggregate`, :mod:`~lipspark.capture.rules.black_box` and
+:mod:`~lipspark.capture.rules.cogroup`.
+"""
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,258 @@
+"""Projection rules: select and everything PySpark expresses as a select.
+
+A 1:1 projection keeps every row's annotation (the + of one row is the row): factors pass
+through, v-nodes and bag members follow the columns that pass through unchanged (renamed or
+not), and are dropped with a column that is recomputed. A value-level black box adds one v-node
+per row (:func:`value_black_boxes`); a generator (``explode``) gives each output row its
+parent's annotation, times the member's own p-node when it explodes a bag with member
+provenance (:func:`generate`, Pig's FLATTEN).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Sequence
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lipspark.capture.layout import Layout, check_visible
+from lipspark.vocabulary.columns import bag_col, factor, value_col
+from lipspark.capture.plan import Projection, ProjectionItem, read_projection
+from lipspark.capture.rules._common import BLACK_BOX_HINT, as_list
+from lipspark.errors import AnnotationError, UnsupportedOperation
+from lipspark.vocabulary import Op, RowNodeSegment
+from lipspark.vocabulary.ids import node_hash_col
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.blackbox import KnownBlackBox
+    from lipspark.frame import AnnotatedFrame
+
+__all__ = [
+    "select", "plain_projection", "reroute", "value_black_boxes", "generate",
+    "with_column", "with_columns", "with_column_renamed", "with_columns_renamed", "to_df", "drop", "select_expr",
+]
+
+_BlackBoxItem = tuple[ProjectionItem, "KnownBlackBox"]
+
+
+def select(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
+    """Projection: read what Spark makes of ``cols``, then apply the matching rule."""
+    columns = _expand_star(frame, as_list(cols))
+    proj, fast = _read(frame, columns)
+    names = [it.name for it in proj.items]
+    for n in names:
+        check_visible(n)
+    layout = frame.layout
+    if len(set(names)) != len(names) and any(it.source in layout.values or it.source in layout.bags for it in proj.items):
+        raise UnsupportedOperation("select producing duplicate column names", "alias the columns so each name is unique")
+    boxes = _black_boxes(frame, proj)
+    if proj.generator is not None:
+        return generate(frame, columns, proj)
+    if fast is not None and not boxes:
+        return plain_projection(frame, fast)
+    return reroute(frame, columns, proj, boxes)
+
+
+def _expand_star(frame: AnnotatedFrame, cols: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for c in cols:
+        if isinstance(c, str) and c == "*":
+            out.extend(frame.columns)
+        else:
+            if isinstance(c, str):
+                check_visible(c)
+            out.append(c)
+    return out
+
+
+def _read(frame: AnnotatedFrame, cols: list[Any]) -> tuple[Projection, DataFrame | None]:
+    """The projection Spark analyzed, and (when the frame has no value or bag annotation to
+    re-route) the select carrying the factors, which then serves as the result too: Spark
+    analyzes every select on the driver, costly for wide expressions."""
+    df, layout = frame.with_annotations(), frame.layout
+    fast = None
+    if not layout.values and not layout.bags:
+        try:
+            fast = df.select(*cols, *layout.factor_cols())
+        except AnalysisException:  # e.g. an aggregate in select: analyze it alone, then report it
+            fast = None
+    proj = read_projection(df, fast if fast is not None else df.select(*cols))
+    if proj is not None and fast is not None:
+        proj = replace(proj, items=proj.items[: len(proj.items) - layout.k])
+    if proj is None:
+        raise UnsupportedOperation(
+            "select with aggregate or window functions",
+            "groupBy(...).agg(...) for aggregates; for window functions " + BLACK_BOX_HINT,
+        )
+    return proj, fast
+
+
+def _black_boxes(frame: AnnotatedFrame, proj: Projection) -> list[_BlackBoxItem]:
+    """The items computed by a value-level black box of the frame's tracker (by identity), in
+    order; a black box inside a larger expression is refused (its v-node would be lost)."""
+    out: list[_BlackBoxItem] = []
+    registry = frame.tracker.black_boxes
+    for it in proj.items:
+        found = [registry.find(f) for f in it.udf_functions]
+        for bb in found:
+            if bb is not None and (len(it.udfs) > 1 or it.source is not None):
+                raise UnsupportedOperation(f"black box {bb.name} inside a larger expression",
+                                           f"compute {bb.name}(...) in a column of its own, then use that column")
+        if found and found[0] is not None:
+            out.append((it, found[0]))
+    return out
+
+
+def plain_projection(frame: AnnotatedFrame, projected: DataFrame) -> AnnotatedFrame:
+    """No value or bag annotation to carry and no black box: the factors pass through."""
+    return frame.derive(projected, frame.layout.with_(values=(), bags=()))
+
+
+def reroute(frame: AnnotatedFrame, cols: list[Any], proj: Projection, boxes: Sequence[_BlackBoxItem] = ()) -> AnnotatedFrame:
+    """Carry the v-nodes and bag members of the columns passed through (under their new
+    names); then record the black boxes' v-nodes."""
+    layout = frame.layout
+    extra: list[Column] = layout.factor_cols()
+    values: list[str] = []
+    bags: list[str] = []
+    for it in proj.items:
+        if it.source is not None and it.source in layout.values:
+            extra.append(F.col(value_col(it.source)).alias(value_col(it.name)))
+            values.append(it.name)
+        if it.source is not None and it.source in layout.bags:
+            extra.append(F.col(bag_col(it.source)).alias(bag_col(it.name)))
+            bags.append(it.name)
+    if boxes:
+        return value_black_boxes(frame, cols, extra, Layout(layout.k, tuple(values), tuple(bags)), boxes)
+    return frame.derive(frame.with_annotations().select(*cols, *extra), Layout(layout.k, tuple(values), tuple(bags)))
+
+
+def value_black_boxes(frame: AnnotatedFrame, cols: list[Any], extra: list[Column], layout: Layout,
+                      boxes: Sequence[_BlackBoxItem]) -> AnnotatedFrame:
+    """Each black-box column gets a v-node per row (segment ``rownode``) with edges from the
+    row's p-node, its arguments' v-nodes and, for bag arguments, their members (and their
+    members' v-nodes)."""
+    source = frame.layout
+    temp: dict[str, str] = {}  # the argument annotations the nodes need, carried then dropped
+    for it, _ in boxes:
+        for arg in it.udf_args[0]:
+            for present, hid in ((arg in source.values, value_col(arg)), (arg in source.bags, bag_col(arg))):
+                if present and hid not in temp:
+                    temp[hid] = f"__lp_t{len(temp)}"
+                    extra.append(F.col(hid).alias(temp[hid]))
+    out = frame.with_annotations().select(*cols, *extra)
+    values = list(layout.values)
+    for it, bb in boxes:
+        out = frame.tracker.share(out)
+        out = _record_values(frame, out, it, bb, temp)
+        values.append(it.name)
+    return frame.derive(out.drop(*temp.values()), layout.with_(values=values))
+
+
+def _record_values(frame: AnnotatedFrame, out: DataFrame, it: ProjectionItem, bb: KnownBlackBox, temp: dict[str, str]) -> DataFrame:
+    tracker = frame.tracker
+    seg = tracker.builder.allocate()
+    factors = frame.layout.factor_cols()
+    children: list[Column] = [F.array(*factors)]
+    for arg in it.udf_args[0]:
+        if value_col(arg) in temp:
+            children.append(F.array(F.col(temp[value_col(arg)])))
+        if bag_col(arg) in temp:
+            bag = F.col(temp[bag_col(arg)])
+            children.append(F.transform(bag, lambda s: s["m"]))
+            for name in _bag_value_fields(out.schema[temp[bag_col(arg)]].dataType):
+                children.append(F.transform(bag, _field_getter(name)))
+    kids = F.filter(F.flatten(F.array(*children)), lambda x: x.isNotNull() & (x != 0))
+    out = out.withColumn(value_col(it.name), node_hash_col(seg, *factors, F.to_json(F.struct(F.col(it.name)))))
+    nodes = out.select(
+        F.col(value_col(it.name)).alias("id"),
+        kids.alias("children"),
+        F.to_json(F.struct(F.col(it.name).alias("v"))).alias("value"),
+    )
+    tracker.builder.record(RowNodeSegment(seg, tracker.context, label=bb.name, op=Op.BLACK_BOX), nodes=nodes)
+    return out
+
+
+def _field_getter(name: str) -> Any:
+    return lambda s: s[name]
+
+
+def _bag_value_fields(dtype: T.DataType) -> list[str]:
+    """The v-node fields of a bag's member structs (a cogroup bag carries its members' values)."""
+    if isinstance(dtype, T.ArrayType) and isinstance(dtype.elementType, T.StructType):
+        return [f.name for f in dtype.elementType.fields if f.name != "m"]
+    return []
+
+
+def generate(frame: AnnotatedFrame, cols: list[Any], proj: Projection) -> AnnotatedFrame:
+    """A generator in the projection: output rows inherit the parent's annotation; exploding a
+    bag whose members keep their own provenance multiplies in the member (FLATTEN)."""
+    layout, df = frame.layout, frame.with_annotations()
+    src = proj.generator_input
+    if src is None or src not in layout.bags:
+        return frame.derive(df.select(*cols, *layout.factor_cols()), layout.with_(values=(), bags=()))
+    if proj.generator not in ("Explode",) or len(proj.generator_outputs) != 1:
+        raise UnsupportedOperation(f"{proj.generator} of nested bag {src!r}", f"explode({src!r}) (FLATTEN)")
+    gen_name = proj.generator_outputs[0]
+    explode = F.explode_outer if proj.generator_outer else F.explode
+    staged = df.withColumn("__lp_z", explode(F.arrays_zip(F.col(src).alias("v"), F.col(bag_col(src)).alias("p"))))
+    rebuilt = [F.col("__lp_z")["v"].alias(gen_name) if it.name == gen_name else c for c, it in zip(cols, proj.items)]
+    member = F.coalesce(F.col("__lp_z")["p"]["m"], F.lit(0).cast("long"))
+    out = staged.select(*rebuilt, *layout.factor_cols(), member.alias(factor(layout.k)))
+    return frame.derive(out, Layout(layout.k + 1))
+
+
+# ---------------------------------------------------------------------------- select in disguise
+def with_column(frame: AnnotatedFrame, name: str, col: Column) -> AnnotatedFrame:
+    """``withColumn``: a select replacing or appending one column."""
+    check_visible(name)
+    visible = frame.columns
+    if name in visible:
+        return select(frame, [col.alias(name) if c == name else c for c in visible])
+    return select(frame, [*visible, col.alias(name)])
+
+
+def with_columns(frame: AnnotatedFrame, cols: dict[str, Column]) -> AnnotatedFrame:
+    """``withColumns``: one ``withColumn`` after the other."""
+    out = frame
+    for name, col in cols.items():
+        out = with_column(out, name, col)
+    return out
+
+
+def with_column_renamed(frame: AnnotatedFrame, existing: str, new: str) -> AnnotatedFrame:
+    """A rename keeps annotations (a renamed column passes through unchanged)."""
+    check_visible(new)
+    if existing not in frame.columns:
+        return frame
+    return select(frame, [F.col(c).alias(new) if c == existing else c for c in frame.columns])
+
+
+def with_columns_renamed(frame: AnnotatedFrame, names: dict[str, str]) -> AnnotatedFrame:
+    """Several renames, in order."""
+    out = frame
+    for a, b in names.items():
+        out = with_column_renamed(out, a, b)
+    return out
+
+
+def to_df(frame: AnnotatedFrame, names: Sequence[str]) -> AnnotatedFrame:
+    """``toDF``: rename every column by position."""
+    if len(names) != len(frame.columns):
+        raise AnnotationError(f"toDF: expected {len(frame.columns)} names, got {len(names)}")
+    return select(frame, [F.col(a).alias(b) for a, b in zip(frame.columns, names)])
+
+
+def drop(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
+    """``drop`` by name: a select of the other columns."""
+    names = {c for c in cols if isinstance(c, str)}
+    if len(names) != len(cols):
+        raise UnsupportedOperation("drop(Column)", "drop columns by name")
+    return select(frame, [c for c in frame.columns if c not in names])
+
+
+def select_expr(frame: AnnotatedFrame, exprs: Sequence[Any]) -> AnnotatedFrame:
+    """``selectExpr``: SQL expressions, analyzed like any select."""
+    return select(frame, [F.expr(e) for e in as_list(exprs)])

@@ -1,0 +1,110 @@
+"""Relations at module boundaries: schema checks, and relations stored as Parquet in a store.
+
+Every relation crossing a module boundary is written to the store and described by a
+:class:`~lipspark.vocabulary.RelationDescriptor` (its directory, files, value and bag columns
+and how each row's p-node is found). A stored row's position ``file << ROW_BITS | row`` is what
+boundary node ids are made of (:func:`position_col`).
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lipspark.vocabulary.columns import is_hidden, value_col
+from lipspark.errors import StoreError
+from lipspark.frame import AnnotatedFrame
+from lipspark.store import Store
+from lipspark.vocabulary import FileRef, RelationDescriptor
+from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
+from lipspark.workflow.module import Module, Relation
+
+__all__ = ["StoredRelation", "check_schema", "relation_frame", "stored_files", "write_base", "position_col", "value_node_col", "descriptor"]
+
+_TYPE_ALIASES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint", "real": "float", "dec": "decimal"}
+
+
+def _norm_type(t: str) -> str:
+    t = t.lower().replace(" ", "")
+    return _TYPE_ALIASES.get(t, t)
+
+
+def _visible_schema(df: Any) -> list[tuple[str, str]]:
+    plain = df.to_plain() if isinstance(df, AnnotatedFrame) else df
+    return [(f.name, _norm_type(f.dataType.simpleString())) for f in plain.schema.fields if not is_hidden(f.name)]
+
+
+def check_schema(module: Module, rel: Relation, df: Any) -> None:
+    """Schema check at an invocation boundary (names and types, in order)."""
+    expected = Relation(rel.name, tuple((n, _norm_type(t)) for n, t in rel.columns))
+    expected.check(module.name, _visible_schema(df))
+
+
+def descriptor(desc: "RelationDescriptor | Mapping[str, Any]") -> RelationDescriptor:
+    """A descriptor as a typed record (``store.json`` holds them as JSON)."""
+    return desc if isinstance(desc, RelationDescriptor) else RelationDescriptor.from_json(desc)
+
+
+def stored_files(store: Store, rel_dir: str) -> tuple[FileRef, ...]:
+    """The Parquet files of a relation written at ``rel_dir``, in the order their rows are numbered."""
+    absdir = store.resolve(rel_dir)
+    names = sorted(n for n in os.listdir(absdir) if n.endswith(".parquet"))
+    out = []
+    for n in names:
+        st = os.stat(os.path.join(absdir, n))
+        out.append(FileRef(f"{rel_dir}/{n}", st.st_size, st.st_mtime_ns))
+    if len(out) >= MAX_FILES:
+        raise StoreError(f"{rel_dir} has {len(out)} files; lipspark numbers at most {MAX_FILES} per relation")
+    return tuple(out)
+
+
+def position_col(desc: RelationDescriptor) -> Column:
+    """Spark column: file ordinal << ROW_BITS | row index, for rows read from ``desc``'s files."""
+    ordinals = F.create_map(*[x for i, f in enumerate(desc.files) for x in (F.lit(os.path.basename(f.path)), F.lit(i))])
+    name = F.element_at(F.split(F.col("_metadata.file_path"), "/"), -1)
+    return file_position_col(F.element_at(ordinals, name), F.col("_metadata.row_index"))
+
+
+def value_node_col(desc: RelationDescriptor, col: str, pos: Column) -> Column:
+    """Spark column: the stored v-node of value column ``col`` (its own id, or a positional id
+    of the segment ``desc.values[col]``), null where the value has none."""
+    seg = desc.values[col]
+    if seg is None:
+        return F.col(value_col(col))
+    return F.when(F.col(value_col(col)).isNotNull(), positional_col(seg, pos))
+
+
+def _visible_parquet(spark: SparkSession, path: str) -> DataFrame:
+    df = spark.read.parquet(path)
+    return df.select(*[c for c in df.columns if not is_hidden(c)])
+
+
+def relation_frame(spark: SparkSession, store: Store, desc: "RelationDescriptor | Mapping[str, Any]") -> DataFrame:
+    """The data of a stored relation (hidden columns dropped)."""
+    return _visible_parquet(spark, store.resolve(descriptor(desc).dir))
+
+
+@dataclass(frozen=True)
+class StoredRelation:
+    """A relation already written as Parquet files (a directory): given as a workflow input or
+    initial state, its files are copied verbatim, so the rows keep their file and position, and
+    so their token ids (deferred capture replays executions this way)."""
+
+    path: str
+
+    def frame(self, spark: SparkSession) -> DataFrame:
+        return _visible_parquet(spark, self.path)
+
+
+def write_base(df: "DataFrame | StoredRelation", path: str) -> None:
+    """Write a workflow input or initial state relation (a :class:`StoredRelation` is copied)."""
+    if isinstance(df, StoredRelation):
+        if os.path.exists(path):
+            raise StoreError(f"{path} already exists")
+        shutil.copytree(df.path, path, ignore=shutil.ignore_patterns(".*.crc"))
+    else:
+        df.write.mode("errorifexists").parquet(path)
