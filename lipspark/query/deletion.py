@@ -2,8 +2,11 @@
 
 Deleting nodes removes them and their edges, then repeatedly every node that (1) lost all of its
 incoming edges or (2) is conjunctive (:attr:`Op.conjunctive <lipspark.vocabulary.Op.conjunctive>`:
-·, ⊗ and the module boundary nodes, products with their invocation) and lost one. Propagation
-walks only the descendants of the deleted nodes, a frontier at a time.
+·, ⊗ and the module boundary nodes, products with their invocation) and lost one. An aggregate
+v-node belongs to its group: it goes when its group's δ goes, not when it merely lost every ⊗
+(the group survives through members whose argument is null, which have no ⊗; its value is then
+the aggregate over no values, Count 0, as Spark computes). Propagation walks only the
+descendants of the deleted nodes, a frontier at a time.
 
 Then the aggregate v-nodes that survive but lost ⊗ children (Count, Sum, Min, Max, Avg) are
 recomputed over their surviving ⊗ children with :func:`lipspark.vocabulary.aggregate` (Example
@@ -32,6 +35,7 @@ import pandas as pd
 
 from lipspark.graph.index import NODE_TYPES, GraphIndex, gather
 from lipspark.vocabulary import Op, aggregate
+from lipspark.vocabulary.ids import aggregate_ids
 
 __all__ = ["delete", "DeletionResult", "ValueChange", "propagate", "recompute", "UNKNOWN"]
 
@@ -88,6 +92,28 @@ class DeletionResult:
         return self._view
 
 
+#: How many aggregates one ``agg(...)`` may compute for its group to be found from their ids.
+_MAX_AGGREGATES = 1024
+
+
+def _groups(g: GraphIndex, aggs: np.ndarray) -> np.ndarray:
+    """Position of the δ node of each aggregate v-node at ``aggs`` (-1: not in this view): the
+    aggregate's id is its group's XOR ``aggregate_salt(j)`` (:mod:`lipspark.vocabulary.ids`)."""
+    out = np.full(len(aggs), -1, dtype=np.int64)
+    if not len(g):
+        return out
+    ids = g.ids[aggs]
+    for j in range(_MAX_AGGREGATES):
+        todo = np.flatnonzero(out < 0)
+        if not len(todo):
+            break
+        cand = aggregate_ids(ids[todo], j)  # XOR with the salt is its own inverse
+        pos = np.minimum(np.searchsorted(g.ids, cand), len(g) - 1)
+        hit = (g.ids[pos] == cand) & (g.op[pos] == int(Op.DELTA))
+        out[todo[hit]] = pos[hit]
+    return out
+
+
 def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
     """Mask of the nodes removed when deleting the nodes at positions ``seeds`` (Def. 4.2)."""
     removed = np.zeros(len(g), dtype=bool)
@@ -95,16 +121,27 @@ def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
     removed[frontier] = True
     remaining = g.in_degree().copy()
     dot_like = _CONJUNCTIVE[g.op]
-    while len(frontier):
-        ups = gather(g.out_ptr, g.out_dst, frontier)
-        ups = ups[~removed[ups]]
-        if not len(ups):
-            break
-        u, c = np.unique(ups, return_counts=True)
-        remaining[u] -= c
-        frontier = u[(remaining[u] == 0) | dot_like[u]]
+    is_aggregate = _AGGREGATE[g.op]
+    held = np.zeros(0, dtype=np.int64)  # aggregates that lost every ⊗: they follow their group
+    while True:
+        while len(frontier):
+            ups = gather(g.out_ptr, g.out_dst, frontier)
+            ups = ups[~removed[ups]]
+            if not len(ups):
+                break
+            u, c = np.unique(ups, return_counts=True)
+            remaining[u] -= c
+            emptied = u[remaining[u] == 0]
+            held = np.union1d(held, emptied[is_aggregate[emptied]])
+            frontier = u[((remaining[u] == 0) & ~is_aggregate[u]) | dot_like[u]]
+            removed[frontier] = True
+        group = _groups(g, held)
+        orphaned = (group < 0) | removed[np.maximum(group, 0)]
+        if not orphaned.any():
+            return removed
+        frontier = held[orphaned]
+        held = held[~orphaned]
         removed[frontier] = True
-    return removed
 
 
 def recompute(op: Op, values: list[Any]) -> Any:

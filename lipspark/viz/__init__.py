@@ -9,7 +9,6 @@ layers do not import the drawing layer).
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
-from lipspark.query.engine import Result
 >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": ["p", "v"], "op": ["token", "constant"], "label": ["R:a", "1"],
 ...                                    "value": [None, 1]}),
 ...                      pd.DataFrame({"src": [1], "dst": [2]}))

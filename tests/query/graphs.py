@@ -49,6 +49,7 @@ __all__ = [
     "dealership",
     "generate",
     "naive_delete",
+    "group_of",
     "nx_of",
     "signature",
     "workflow_graphs",
@@ -504,8 +505,9 @@ def nx_of(g: GraphIndex) -> nx.MultiDiGraph:
 def naive_delete(g: nx.MultiDiGraph, deleted: Iterable[int]) -> set[int]:
     """Definition 4.2, literally: remove the nodes, then repeat until nothing changes: remove
     every node that had incoming edges and lost all of them, or that is conjunctive (·, ⊗ and
-    the module boundary nodes, :attr:`Op.conjunctive`) and lost one. Edges are a multiset: each
-    copy counts."""
+    the module boundary nodes, :attr:`Op.conjunctive`) and lost one — except an aggregate
+    v-node whose group's δ survives: it belongs to the group (members with a null argument
+    have no ⊗), so it stays, over no values. Edges are a multiset: each copy counts."""
     removed = set(deleted)
     changed = True
     while changed:
@@ -513,12 +515,26 @@ def naive_delete(g: nx.MultiDiGraph, deleted: Iterable[int]) -> set[int]:
         for v in g.nodes:
             if v in removed:
                 continue
+            group = group_of(g, v)
+            if group is not None and group not in removed:
+                continue
             sources = [u for u, _ in g.in_edges(v)]
             lost = [u for u in sources if u in removed]
             if sources and (len(lost) == len(sources) or (lost and Op(g.nodes[v]["op"]).conjunctive)):
                 removed.add(v)
                 changed = True
     return removed
+
+
+def group_of(g: nx.MultiDiGraph, v: int) -> int | None:
+    """The δ node of aggregate v-node ``v`` (its id XOR ``aggregate_salt(j)``), None for others."""
+    if not Op(g.nodes[v]["op"]).is_aggregate:
+        return None
+    for j in range(8):
+        d = aggregate_ids(v, j)
+        if d in g.nodes and Op(g.nodes[d]["op"]) is Op.DELTA:
+            return d
+    return None
 
 
 def signature(g: nx.MultiDiGraph | GraphIndex) -> tuple[dict[int, dict[str, Any]], Counter]:
