@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench check-java clean
+.PHONY: demo test test-slow bench check-java clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,7 +17,10 @@ check-java:
 
 test: check-java $(STAMP)
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-slow: check-java $(STAMP)   # the minutes-long end-to-end cases; CI runs them after make test
+	$(BIN)/python -m pytest -q -m slow
 
 demo: check-java $(STAMP)
 	$(BIN)/python -m lipspark.demo

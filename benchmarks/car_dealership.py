@@ -22,7 +22,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from lipspark import get_spark  # noqa: E402
-from lipspark.graph.load import load_graph  # noqa: E402
+from lipspark.graph.index import GraphIndex  # noqa: E402
 from lipspark.graph.stats import directory_bytes  # noqa: E402
 from lipspark.workflow import Executor, Store, load_definition  # noqa: E402
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> dict:
                 times[mode].append(time.perf_counter() - t0)
             print(f"execution {n}: plain {times['plain'][-1]:.1f}s tracked {times['tracked'][-1]:.1f}s", flush=True)
         t0 = time.perf_counter()
-        g = load_graph(os.path.join(root, "tracked"))
+        g = GraphIndex.load(os.path.join(root, "tracked"))
         load_s = time.perf_counter() - t0
         tracked_store = Store.open(os.path.join(root, "tracked"))
         graph_bytes = sum(directory_bytes(os.path.join(tracked_store.root, d)) for d in ["initial/graph"] + [f"{e['dir']}/graph" for e in tracked_store.executions])

@@ -60,12 +60,27 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _imports(module: str, path: Path, known: set[str]) -> set[str]:
-    """Every module ``module`` imports (absolute names), wherever the import statement is."""
+def _statements(tree: ast.AST, runtime_only: bool) -> list[ast.AST]:
+    """Every node of ``tree``; with ``runtime_only``, none under ``if TYPE_CHECKING:``."""
+    out: list[ast.AST] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if runtime_only and isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            stack.extend(node.orelse)
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+    return out
+
+
+def _imports(module: str, path: Path, known: set[str], *, runtime_only: bool = False) -> set[str]:
+    """Every module ``module`` imports (absolute names), wherever the import statement is
+    (with ``runtime_only``, leaving out imports for type checking alone)."""
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree, runtime_only):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -99,6 +114,21 @@ def test_layers_depend_downward_only() -> None:
     assert not wrong, "upward or Spark imports:\n" + "\n".join(wrong)
 
 
+def test_no_import_cycles() -> None:
+    """Modules import each other without cycles when they run (an import inside a function
+    counts; imports for type checking alone do not)."""
+    import networkx as nx
+
+    modules = _modules()
+    known = set(modules)
+    g = nx.DiGraph()
+    for module, path in modules.items():
+        g.add_edges_from((module, i) for i in _imports(module, path, known, runtime_only=True)
+                         if i in known and i not in (module, "lipspark"))
+    cycles = [sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1]
+    assert not cycles, f"import cycles: {cycles}"
+
+
 def test_spark_forms_import_pyspark_only_when_called() -> None:
     for module in SPARK_FORMS:
         tree = ast.parse(_modules()[module].read_text())
@@ -108,7 +138,7 @@ def test_spark_forms_import_pyspark_only_when_called() -> None:
 
 def test_pure_layers_import_without_pyspark() -> None:
     code = ("import sys, lipspark.vocabulary, lipspark.semiring, lipspark.store, lipspark.graph.index, "
-            "lipspark.graph.load, lipspark.query, lipspark.viz, lipspark.export; "
+            "lipspark.query, lipspark.viz, lipspark.export; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr

@@ -110,8 +110,8 @@ def test_write_graph_and_stats(spark, tmp_path):
     g = t.graph()
     stats = graph_stats(str(tmp_path / "g"))
     assert (stats.nodes, stats.edges) == (len(g), g.num_edges)
-    from lipspark.graph.load import load_graph
+    from lipspark.graph.index import GraphIndex
 
-    reread = load_graph(str(tmp_path / "g"))
+    reread = GraphIndex.load(str(tmp_path / "g"))
     assert sorted(reread.nodes["id"]) == sorted(g.nodes["id"]) and reread.num_edges == g.num_edges
     assert stats.bytes > 0

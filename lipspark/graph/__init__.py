@@ -11,6 +11,5 @@ from __future__ import annotations
 from lipspark.graph.expand import expand_segments
 from lipspark.graph.expression import evaluate, polynomial, token_name
 from lipspark.graph.index import GraphIndex
-from lipspark.graph.load import load_graph
 
-__all__ = ["GraphIndex", "load_graph", "expand_segments", "polynomial", "evaluate", "token_name"]
+__all__ = ["GraphIndex", "expand_segments", "polynomial", "evaluate", "token_name"]

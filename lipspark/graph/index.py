@@ -39,6 +39,7 @@ import pyarrow as pa
 from lipspark.errors import LipsparkError, StoreError
 from lipspark.graph import expression
 from lipspark.graph.expand import expand_segments
+from lipspark.store.graphs import graph_segments
 from lipspark.vocabulary import Op, Segment
 
 __all__ = ["GraphIndex", "gather", "unique_positions", "op_codes", "NODE_TYPES"]
@@ -219,11 +220,18 @@ class GraphIndex:
 
     @classmethod
     def load(cls, path: str) -> "GraphIndex":
-        """Index the graph of a workflow store or of a :meth:`Tracker.write` directory
-        (:func:`lipspark.graph.load.load_graph`)."""
-        from lipspark.graph.load import load_graph
+        """Index the graph of a workflow store or of a :meth:`Tracker.write` directory.
 
-        return load_graph(path)
+        Loading only reads (:func:`lipspark.store.graph_segments`): a store with deferred
+        capture is materialized first (``lipspark materialize``), or this says so in one line.
+
+        >>> GraphIndex.load("/nonexistent")
+        Traceback (most recent call last):
+        ...
+        lipspark.errors.StoreError: no graph at /nonexistent (manifest.json missing)
+        """
+        segments, root = graph_segments(path)
+        return cls.from_segments(segments, root=root)
 
     def derive(self, keep: np.ndarray, edge_keep: np.ndarray, add_nodes: pd.DataFrame | None = None,
                add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, *, zoom: dict[str, Any] | None = None) -> "GraphIndex":

@@ -71,3 +71,4 @@ def read_segments(path: str, manifest: dict[str, Any]) -> list[tuple[Segment, di
             tables[name] = table
         out.append((segment, tables))
     return out
+

@@ -198,7 +198,7 @@ def _graph_size(store: Store) -> tuple[int | None, int | None]:
     replays every execution; a summary does not pay for that."""
     if store.capture != "eager":
         return None, None
-    from lipspark.graph.load import load_graph
+    from lipspark.graph.index import GraphIndex
 
-    g = load_graph(store.root)
+    g = GraphIndex.load(store.root)
     return len(g), g.num_edges

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pandas as pd
+from hypothesis import given, settings
 
 from lipspark.export import operations, to_prov
 from lipspark.graph.expression import Tensor, evaluate, expressions, polynomial, token_name
@@ -10,6 +11,8 @@ from lipspark.query import Session
 from lipspark.query.deletion import UNKNOWN, delete
 from lipspark.semiring import COUNTING, AggValue, BlackBox, Delta
 from lipspark.viz import render
+
+from tests.query.graphs import workflow_graphs
 
 # R:a (1), R:b (2); a relation-level black box called "Sum" (3) over both; a black box called
 # "δ" (4) over it; a value-level black box called "Max" (5) over R:a, R:b and the value 6; an
@@ -65,3 +68,16 @@ def test_deletion_export_and_drawing_treat_them_as_black_boxes():
     assert "Max(R:a, R:b)" in tips["5"] and "unavailable" not in "".join(tips.values())
     rows = Session(g).run("polynomial node 5; polynomial node 4")
     assert [r.rows[0]["polynomial"] for r in rows] == ["Max(R:a, R:b)", "δ(Sum(R:a, R:b))"]
+
+
+@settings(max_examples=25, deadline=None, database=None)
+@given(workflow_graphs())
+def test_the_python_api_and_the_language_give_one_expression(gen):
+    """On generated workflows: GraphIndex.polynomial/value and `polynomial node N` agree for
+    every output tuple and output value (both go through the one builder)."""
+    g = gen.index
+    s = Session(g)
+    for node in gen.of_type("o"):
+        pos = g.position(node)
+        expr = g.value(node) if g.is_v[pos] else g.polynomial(node)
+        assert s.run(f"polynomial node {node}")[0].rows[0]["polynomial"] == str(expr)

@@ -7,7 +7,6 @@ import pytest
 
 from lipspark.errors import StoreError
 from lipspark.graph.index import GraphIndex
-from lipspark.graph.load import load_graph
 from lipspark.store import Store
 from lipspark.store import PROVENANCE_DIR
 
@@ -25,7 +24,7 @@ def _deferred(tmp_path, executions=1):
 def test_a_deferred_store_not_replayed_names_lipspark_materialize(tmp_path):
     root = _deferred(tmp_path, executions=2)
     with pytest.raises(StoreError, match=r"2 of its 2 execution\(s\) are not replayed yet: run `lipspark materialize .*store` first"):
-        load_graph(root)
+        GraphIndex.load(root)
     with pytest.raises(StoreError, match="lipspark materialize"):
         GraphIndex.load(root)
     assert not os.path.exists(os.path.join(root, PROVENANCE_DIR))  # nothing was replayed
@@ -41,14 +40,14 @@ def test_a_partly_replayed_store_is_an_error_too(tmp_path):
         fh.write('{"format": "lipspark-graph", "version": 1, "segments": []}')
     sub.save()
     with pytest.raises(StoreError, match=r"1 of its 2 execution\(s\) are not replayed yet"):
-        load_graph(root)
+        GraphIndex.load(root)
     # once every execution is replayed, the graph is read from the replay
     sub.meta["executions"].append({"n": 2, "dir": "executions/000002", "outputs": {}, "state": {}})
     os.makedirs(os.path.join(sub.root, "executions", "000002", "graph"))
     with open(os.path.join(sub.root, "executions", "000002", "graph", "manifest.json"), "w") as fh:
         fh.write('{"format": "lipspark-graph", "version": 1, "segments": [{"seg": 5, "kind": "invocation", "meta": {"type": "m", "label": "m", "execution": 2}}]}')
     sub.save()
-    g = load_graph(root)
+    g = GraphIndex.load(root)
     assert g.find(op="invocation") == [5 << 40] and g.node(5 << 40)["execution"] == 2
 
 
@@ -56,4 +55,4 @@ def test_a_store_without_provenance_has_no_graph(tmp_path):
     root = str(tmp_path / "off")
     Store.create(root, "wf", False, {}).save()
     with pytest.raises(StoreError, match="no-provenance"):
-        load_graph(root)
+        GraphIndex.load(root)

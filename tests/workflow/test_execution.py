@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from lipspark.errors import SchemaError, StoreError
-from lipspark.graph.load import load_graph
+from lipspark.graph.index import GraphIndex
 from lipspark.workflow import Module, Store, Workflow, WorkflowDefinition, run
 from lipspark.workflow.execution import relation_frame
 from tests.util import multiset
@@ -52,7 +52,7 @@ def test_fidelity_provenance_on_and_off(spark, ledger_runs):
 
 def test_graph_has_every_node_type_with_the_right_edges(spark, ledger_runs):
     on, _ = ledger_runs
-    g = load_graph(on)
+    g = GraphIndex.load(on)
     nodes = g.nodes
     assert set(nodes["type"].dropna()) == {"i", "o", "s", "m"}
     inv = {(r.module, r.execution): r.id for r in nodes[nodes["type"] == "m"].itertuples()}
@@ -83,7 +83,7 @@ def test_car_dealership_fidelity_and_graph(spark, car_runs):
     a, b = stored(spark, on.store), stored(spark, off.store)
     assert a == b
     assert on.outputs == off.outputs and on.outputs["car"]["Car"] == 1  # the buyer bought a car
-    g = load_graph(on.store)
+    g = GraphIndex.load(on.store)
     labels = set(g.nodes["label"])
     assert {"calcBid", "Count", "Min", "δ", "·"} <= labels
     assert set(g.nodes["type"].dropna()) == {"i", "o", "s", "m"}
@@ -118,9 +118,10 @@ def test_store_errors(tmp_path):
     with pytest.raises(StoreError, match="version 99"):
         Store.open(str(root))
     with pytest.raises(StoreError, match="no provenance store|no graph"):
-        load_graph(str(tmp_path / "missing"))
+        GraphIndex.load(str(tmp_path / "missing"))
 
 
+@pytest.mark.slow
 def test_kill_mid_execution_leaves_last_complete_execution(spark, tmp_path):
     root = str(tmp_path / "crash")
     script = (
@@ -139,7 +140,7 @@ def test_kill_mid_execution_leaves_last_complete_execution(spark, tmp_path):
     clean = str(tmp_path / "clean")
     run(LEDGER, graph_dir=clean, spark=spark, executions=3)
     assert stored(spark, root) == stored(spark, clean)
-    g1, g2 = load_graph(root), load_graph(clean)
+    g1, g2 = GraphIndex.load(root), GraphIndex.load(clean)
     assert sorted(g1.nodes["id"]) == sorted(g2.nodes["id"])
     e1, e2 = g1.edge_frame(), g2.edge_frame()
     assert sorted(zip(e1["src"], e1["dst"])) == sorted(zip(e2["src"], e2["dst"]))
@@ -147,7 +148,7 @@ def test_kill_mid_execution_leaves_last_complete_execution(spark, tmp_path):
 
 def test_boundary_nodes_carry_relation_and_values(spark, ledger_runs):
     on, _ = ledger_runs
-    g = load_graph(on)
+    g = GraphIndex.load(on)
     n = g.nodes
     outs = n[(n["type"] == "o") & (n["kind"] == "p") & (n["module"] == "ledger") & (n["execution"] == 1)]
     assert set(outs["relation"]) == {"Changed"}

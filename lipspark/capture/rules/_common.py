@@ -47,14 +47,12 @@ def same_tracker(frame: "AnnotatedFrame", other: Any, op: str) -> "AnnotatedFram
     different trackers belong to different graphs (another invocation, another run)."""
     from pyspark.sql import DataFrame
 
-    from lipspark.frame import AnnotatedFrame
-
     if isinstance(other, DataFrame):
         raise AnnotationError(
             f"{op}: the other relation is a plain DataFrame; annotate it first "
             "(tracker.annotate(df, 'Name', key=[...])) so its rows have provenance"
         )
-    if not isinstance(other, AnnotatedFrame):
+    if not isinstance(other, type(frame)):  # the rules never import the frame that calls them
         raise TypeError(f"{op}: expected an annotated frame, got {type(other).__name__}")
     if other.tracker is not frame.tracker:
         raise AnnotationError(f"{op}: the two frames belong to different trackers (different provenance graphs)")
