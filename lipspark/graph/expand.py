@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -51,7 +52,18 @@ from lipspark.vocabulary import (
 )
 from lipspark.vocabulary.ids import aggregate_ids, file_position, member_ids, member_value_ids, positional, tensor_ids
 
-__all__ = ["expand_segments", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
+__all__ = ["concat_frames", "expand_segments", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
+
+
+
+def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate node or edge frames (positional index). Columns that are all null in some
+    parts (a ``value`` column of None) take their dtype from the other parts, as pandas 2 and 3
+    both do for these frames; pandas 2's notice that its rule changes in 3 is not for users."""
+    kept = [f for f in frames if len(f)] or frames[:1]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The behavior of DataFrame concatenation with empty or all-NA", category=FutureWarning)
+        return pd.concat(kept, ignore_index=True)
 
 #: The columns of an expanded node table, in order.
 NODE_COLUMNS = ["id", "kind", "op", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
@@ -115,7 +127,7 @@ def _read_files(files: Sequence[FileRef], columns: list[str], what: str, root: s
         t = pq.read_table(path, columns=columns).to_pandas(types_mapper=_NULLABLE.get)
         t["__pos"] = file_position(np.full(len(t), i, dtype=np.int64), np.arange(len(t), dtype=np.int64))
         parts.append(t)
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*columns, "__pos"])
+    return concat_frames(parts) if parts else pd.DataFrame(columns=[*columns, "__pos"])
 
 
 # ---------------------------------------------------------------------------------- base and invocation
@@ -243,7 +255,7 @@ def _aggregate_nodes(s: GroupSegment, j: int, spec: AggregateSpec, m: pd.DataFra
         _edges(value_ids[fresh], tensors[fresh]),
         _edges(tensors, aggregate_ids(g[rows], j)),
     ]
-    return pd.concat(node_parts, ignore_index=True), pd.concat(edge_parts, ignore_index=True)
+    return concat_frames(node_parts), concat_frames(edge_parts)
 
 
 def _group(s: GroupSegment, tables: Tables) -> Nodes:
@@ -255,7 +267,7 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
     for n, e in [_member_products(s, m), *(_aggregate_nodes(s, j, spec, m, groups) for j, spec in enumerate(s.aggregates))]:
         node_parts.append(n)
         edge_parts.append(e)
-    return pd.concat(node_parts, ignore_index=True), pd.concat(edge_parts, ignore_index=True)
+    return concat_frames(node_parts), concat_frames(edge_parts)
 
 
 # ---------------------------------------------------------------------------------- row nodes
@@ -339,14 +351,14 @@ def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray) -> N
     nodes = _tag(_nodes(ids, "v", s.op, "·", s.seg, values), s, df, [], "o" if s.role == "vo" else s.role)
     nodes["column"] = s.column
     inv = np.full(len(ids), s.invocation, dtype=np.int64)
-    return nodes, pd.concat([_edges(child, ids), _edges(inv, ids)], ignore_index=True)
+    return nodes, concat_frames([_edges(child, ids), _edges(inv, ids)])
 
 
 def _boundary_inputs(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str]) -> Nodes:
     """Input or state nodes: · of the stored tuple's p-node and the invocation."""
     nodes = _tag(_nodes(ids, "p", s.op, "·", s.seg), s, df, data_cols, s.role)
     inv = np.full(len(ids), s.invocation, dtype=np.int64)
-    return nodes, pd.concat([_edges(_stored_p(s.source, df), ids), _edges(inv, ids)], ignore_index=True)
+    return nodes, concat_frames([_edges(_stored_p(s.source, df), ids), _edges(inv, ids)])
 
 
 def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str]) -> Nodes:
@@ -366,7 +378,7 @@ def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, da
     src = np.concatenate(fs) if fs else np.array([], dtype="int64")
     dst = np.concatenate([ids] * len(fs)) if fs else np.array([], dtype="int64")
     keep = src != 0
-    return nodes, pd.concat([_edges(src[keep], dst[keep]), inv_edges], ignore_index=True)
+    return nodes, concat_frames([_edges(src[keep], dst[keep]), inv_edges])
 
 
 def _boundary(s: BoundarySegment, root: str | None) -> Nodes:
@@ -412,10 +424,10 @@ def expand_segments(segments: Sequence[tuple[Segment, Tables]], root: str | None
             n[attr] = getattr(s.context, attr)
         node_parts.append(n)
         edge_parts.append(e)
-    nodes = pd.concat(node_parts, ignore_index=True) if node_parts else pd.DataFrame(columns=NODE_COLUMNS)
+    nodes = concat_frames(node_parts) if node_parts else pd.DataFrame(columns=NODE_COLUMNS)
     nodes = nodes.reindex(columns=NODE_COLUMNS)
     nodes["op"] = nodes["op"].astype(np.int8)
-    edges = pd.concat(edge_parts, ignore_index=True) if edge_parts else _edges([], [])
+    edges = concat_frames(edge_parts) if edge_parts else _edges([], [])
     nodes = nodes.drop_duplicates(["id", "kind", "op", "label"]).reset_index(drop=True)
     dup = nodes["id"].duplicated(keep=False)
     if dup.any():

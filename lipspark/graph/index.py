@@ -38,7 +38,7 @@ import pyarrow as pa
 
 from lipspark.errors import LipsparkError, StoreError
 from lipspark.graph import expression
-from lipspark.graph.expand import expand_segments
+from lipspark.graph.expand import concat_frames, expand_segments
 from lipspark.store.graphs import graph_segments
 from lipspark.vocabulary import Op, Segment
 
@@ -517,7 +517,7 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     columns = list(frames[0].columns)
     cats = {c: union_categoricals([f[c].astype("category") for f in frames], ignore_order=True)
             for c in _CATEGORICAL if all(c in f.columns for f in frames)}
-    out = pd.concat([f.drop(columns=list(cats)) for f in frames], ignore_index=True)
+    out = concat_frames([f.drop(columns=list(cats)) for f in frames])
     for c, values in cats.items():
         out[c] = values
     for c in ("seg", "execution", "invocation"):

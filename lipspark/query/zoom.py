@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from lipspark.errors import QueryError
+from lipspark.graph.expand import concat_frames
 from lipspark.graph.index import NODE_TYPES, GraphIndex, gather, unique_positions
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import zoom_id
@@ -153,7 +154,7 @@ def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
         outs = g.type_code[ups] == _O
         e_src += [g.ids[ups[ins]], zid[owner[outs]]]
         e_dst += [zid[owner[ins]], g.ids[ups[outs]]]
-    add_nodes = pd.concat(new_nodes, ignore_index=True) if new_nodes else None
+    add_nodes = concat_frames(new_nodes) if new_nodes else None
     src = np.concatenate(e_src) if e_src else np.zeros(0, np.int64)
     dst = np.concatenate(e_dst) if e_dst else np.zeros(0, np.int64)
     return g.derive(~hidden_all, ~edge_hidden, add_nodes, (src, dst, np.full(len(src), -1, dtype=np.int64)), zoom=records)
@@ -171,7 +172,7 @@ def zoom_in(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
     drop = (g.op == Op.ZOOM) & mod
     keep_edges = ~(drop[g.src] | drop[g.dst])
     restored = [g.zoom[m] for m in modules]
-    add_nodes = pd.concat([r.nodes for r in restored], ignore_index=True)
+    add_nodes = concat_frames([r.nodes for r in restored])
     src = np.concatenate([r.src for r in restored])
     dst = np.concatenate([r.dst for r in restored])
     eid = np.concatenate([r.eid for r in restored])
