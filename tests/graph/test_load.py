@@ -9,6 +9,7 @@ from lipspark.errors import StoreError
 from lipspark.graph.index import GraphIndex
 from lipspark.store import Store
 from lipspark.store import PROVENANCE_DIR
+from lipspark.vocabulary.ids import positional
 
 
 def _deferred(tmp_path, executions=1):
@@ -48,7 +49,7 @@ def test_a_partly_replayed_store_is_an_error_too(tmp_path):
         fh.write('{"format": "lipspark-graph", "version": 1, "segments": [{"seg": 5, "kind": "invocation", "meta": {"type": "m", "label": "m", "execution": 2}}]}')
     sub.save()
     g = GraphIndex.load(root)
-    assert g.find(op="invocation") == [5 << 40] and g.node(5 << 40)["execution"] == 2
+    assert g.find(op="invocation") == [positional(5, 0)] and g.node(positional(5, 0))["execution"] == 2
 
 
 def test_a_store_without_provenance_has_no_graph(tmp_path):
