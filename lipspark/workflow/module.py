@@ -11,12 +11,34 @@ every output relation and the state relations it changes.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from lipspark.errors import SchemaError, WorkflowError
 
-__all__ = ["Relation", "Module", "parse_schema"]
+__all__ = ["check_name", "Relation", "Module", "parse_schema"]
+
+
+#: Names that become directories of a store: ASCII letters, digits and underscores (also names
+#: the query language reads without quotes), at most 128 characters.
+_NAME = re.compile(r"[A-Za-z0-9_]{1,128}")
+
+
+def check_name(what: str, name: Any, *, dash: bool = False) -> None:
+    """Refuse a name that cannot be a directory of the store (``../x``, ``/abs``, NUL, empty,
+    too long): one line naming the rule. ``dash`` also allows ``-`` (workflow names).
+
+    >>> check_name("node id", "dealer1")
+    >>> check_name("node id", "../x")
+    Traceback (most recent call last):
+    ...
+    lipspark.errors.WorkflowError: node id must be 1-128 ASCII letters, digits or underscores (it names a directory of the store), got '../x'
+    """
+    ok = isinstance(name, str) and _NAME.fullmatch(name.replace("-", "_") if dash else name) is not None
+    if not ok:
+        extra = ", digits, underscores or dashes" if dash else ", digits or underscores"
+        raise WorkflowError(f"{what} must be 1-128 ASCII letters{extra} (it names a directory of the store), got {name!r}")
 
 
 def parse_schema(ddl: "str | Mapping[str, str] | list[tuple[str, str]]") -> tuple[tuple[str, str], ...]:
@@ -100,13 +122,13 @@ class Module:
     keys: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not self.name or not self.name.replace("_", "").isalnum():
-            raise WorkflowError(f"module name must be alphanumeric (underscores allowed), got {self.name!r}")
+        check_name("module name", self.name)
         if self.logic is None or not callable(self.logic):
             raise WorkflowError(f"module {self.name!r} needs a logic function")
         rels: dict[str, Relation] = {}
         for group in ("inputs", "state", "outputs"):
             for rname, ddl in getattr(self, group).items():
+                check_name(f"module {self.name!r}: relation name", rname)
                 if rname in rels:
                     raise WorkflowError(f"module {self.name!r}: relation {rname!r} appears in more than one of inputs/state/outputs (they must be disjoint)")
                 key = tuple(self.keys.get(rname, ()))

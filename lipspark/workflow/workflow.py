@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from lipspark.errors import WorkflowError
-from lipspark.workflow.module import Module
+from lipspark.workflow.module import Module, check_name
 
 __all__ = ["Workflow", "Node", "Edge"]
 
@@ -41,8 +41,7 @@ class Workflow:
     """``W = (V, E, L_V, L_E, In, Out)``; build with :meth:`node` and :meth:`edge`, then :meth:`validate`."""
 
     def __init__(self, name: str, modules: Iterable[Module] = ()) -> None:
-        if not name or not name.replace("_", "").replace("-", "").isalnum():
-            raise WorkflowError(f"workflow name must be alphanumeric (with - or _), got {name!r}")
+        check_name("workflow name", name, dash=True)
         self.name = name
         self.modules: dict[str, Module] = {}
         self.nodes: dict[str, Node] = {}
@@ -60,6 +59,7 @@ class Workflow:
         return self
 
     def node(self, node_id: str, module: str, *, input: bool = False, output: bool = False) -> "Workflow":
+        check_name(f"workflow {self.name!r}: node id", node_id)
         if node_id in self.nodes:
             raise WorkflowError(f"workflow {self.name!r}: node {node_id!r} is defined twice")
         self.nodes[node_id] = Node(node_id, module, input, output)

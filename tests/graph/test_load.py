@@ -7,8 +7,7 @@ import pytest
 
 from lipspark.errors import StoreError
 from lipspark.graph.index import GraphIndex
-from lipspark.store import Store
-from lipspark.store import PROVENANCE_DIR
+from lipspark.store import PROVENANCE_DIR, Store
 from lipspark.vocabulary.ids import positional
 
 

@@ -71,3 +71,33 @@ def test_schema_check_names_module_relation_expected_and_found():
     m = mods()[0]
     with pytest.raises(SchemaError, match=r"module 'a', relation 'X': expected columns x int; found x string, y int"):
         m.relation("X").check("a", [("x", "string"), ("y", "int")])
+
+
+BAD_NAMES = ["../../x", "/abs", "a/b", "a\x00b", "x" * 129, "", "dealer 1", "café"]
+
+
+@pytest.mark.parametrize("bad", BAD_NAMES)
+def test_names_that_would_leave_the_store_are_refused_where_defined(bad):
+    """Node ids, module, relation and workflow names become directories of the store: each is
+    refused when it is defined, before anything runs or is written, in one line naming the rule."""
+    def one_line(err):
+        assert "\n" not in str(err.value) and "ASCII letters" in str(err.value) and repr(bad) in str(err.value)
+
+    with pytest.raises(WorkflowError) as err:
+        Workflow("w", mods()).node(bad, "a", input=True)
+    one_line(err)
+    with pytest.raises(WorkflowError) as err:
+        Module(bad, inputs={"X": "x int"}, outputs={"Y": "x int"}, logic=lambda X: {"Y": X})
+    one_line(err)
+    with pytest.raises(WorkflowError) as err:
+        Module("m", inputs={bad: "x int"}, outputs={"Y": "x int"}, logic=lambda **r: {"Y": None})
+    one_line(err)
+    with pytest.raises(WorkflowError) as err:
+        Workflow(bad)
+    one_line(err)
+
+
+def test_longest_allowed_names_pass():
+    name = "n" * 128
+    Module(name, inputs={name: "x int"}, outputs={"Y": "x int"}, logic=lambda **r: r)
+    Workflow("w-1", mods()).node(name, "a", input=True)
