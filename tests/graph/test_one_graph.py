@@ -17,7 +17,6 @@ from lipspark.query import Session, delete
 from lipspark.semiring import COUNTING, evaluate
 from lipspark.vocabulary import Op
 
-from tests.conftest import CAR_PARAMS  # noqa: F401  (the car fixture's parameters, for the reader)
 
 
 def _same(a: Any, b: Any) -> bool:
