@@ -29,6 +29,17 @@ def _param(text: str) -> tuple[str, str]:
     return k.strip(), v.strip()
 
 
+def _positive(text: str) -> int:
+    """A whole number of at least 1 (``--executions``, ``--max-nodes``)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return n
+
+
 _EXPORT_FORMATS = ("prov-json", "prov-n", "graphml")
 _EXPORT_SUFFIXES = {".json": "prov-json", ".provn": "prov-n", ".graphml": "graphml"}
 
@@ -38,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run (or continue) a workflow's executions, recording provenance")
     r.add_argument("workflow", help="workflow definition file, e.g. workflows/car_dealership.py")
-    r.add_argument("--executions", type=int, default=None, help="executions to run now (default: the workflow's numExec)")
+    r.add_argument("--executions", type=_positive, default=None, help="executions to run now (default: the workflow's numExec)")
     r.add_argument("--graph", default=None, help="store directory (default graphs/<workflow>); an existing store is continued")
     r.add_argument("--no-provenance", action="store_true", help="run the same module code on plain DataFrames (no graph)")
     r.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
@@ -69,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     xsrc = x.add_mutually_exclusive_group()
     xsrc.add_argument("file", nargs="?", help="a query file (.lq) whose result to export")
     xsrc.add_argument("-e", "--expression", help="query text whose result to export, e.g. \"zoomout dealer2; ancestors output Bids of dealer1\"")
-    x.add_argument("--max-nodes", type=int, default=200_000,
+    x.add_argument("--max-nodes", type=_positive, default=200_000,
                    help="refuse to export more nodes than this (default: 200000; 0: no limit)")
     v = sub.add_parser("viz", help="draw a captured graph, or the result of a query on it, as an interactive HTML page",
                        description="Draw a graph in Lipstick's notation as a self-contained HTML page (vis.js). With a query, "
@@ -80,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     vsrc.add_argument("file", nargs="?", help="a query file (.lq) whose result to draw")
     vsrc.add_argument("-e", "--expression", help="query text, e.g. \"zoomout dealer2, dealer3; subgraph tuple Cars(CarId = 'C2')\"")
     v.add_argument("-o", "--output", default=None, help="the HTML file to write (default: viz/<graph name>.html; written atomically)")
-    v.add_argument("--max-nodes", type=int, default=1500, help="refuse to draw more nodes than this (default: 1500)")
+    v.add_argument("--max-nodes", type=_positive, default=1500, help="refuse to draw more nodes than this (default: 1500)")
     b = sub.add_parser("bench", help="WorkflowGen benchmark: capture overhead and query latency, provenance on vs off",
                        description="Run Car dealerships and Arctic stations with provenance on and off, interleaved, and "
                                    "time executions and queries; writes JSON and PNG plots. See docs/benchmarks.md.")

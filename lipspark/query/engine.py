@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import html
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
@@ -71,12 +72,25 @@ def node_rows(g: GraphIndex, positions: np.ndarray) -> list[dict[str, Any]]:
     return rows
 
 
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _printable(s: str) -> str:
+    r"""``s`` with control and format characters (newlines, right-to-left overrides…) escaped,
+    so a value cannot break a table's lines or reorder what the terminal shows.
+
+    >>> _printable("a\nb\u202ec")
+    'a\\nb\\u202ec'
+    """
+    return "".join(_ESCAPES.get(ch, f"\\u{ord(ch):04x}") if unicodedata.category(ch) in ("Cc", "Cf") else ch for ch in s)
+
+
 def _cell(v: Any) -> str:
     if v is None:
         return ""
     if isinstance(v, dict):
-        return ", ".join(f"{k}={v2}" for k, v2 in v.items())
-    s = str(v)
+        return _printable(", ".join(f"{k}={v2}" for k, v2 in v.items()))
+    s = _printable(str(v))
     return s if len(s) <= _TEXT_LIMIT else s[:_TEXT_LIMIT] + f"… ({len(s)} characters; --format json shows all)"
 
 
@@ -335,7 +349,7 @@ class Session:
         return Result(str(stmt), "polynomial", rows=rows, columns=["node", "label", "polynomial"])
 
     def _evaluate(self, stmt: ast.Evaluate) -> Result:
-        from lipspark.semiring import get_semiring
+        from lipspark.semiring import get_semiring, semiring_names
 
         name = stmt.semiring
         if name == "probability":
@@ -343,7 +357,8 @@ class Session:
         try:
             semiring = get_semiring(name)
         except SemiringError as err:
-            raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from err
+            choices = ", ".join([*semiring_names(), "probability"])
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): unknown semiring {name!r}; expected one of {choices}") from err
         mapping, default = self._valuation(stmt, lambda v: _coerce(name, semiring, v, stmt))
         rows = []
         for p in self._resolve(stmt.target).tolist():

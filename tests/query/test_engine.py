@@ -314,7 +314,7 @@ ERRORS = [
     (f"evaluate probability {B1} given default = 2", r"a probability is a number between 0 and 1, found 2"),
     (f"evaluate probability {B1} given relation Cars = 0.5", r"no probability for token 'Requests:B1'; add `given ... = P` or `default = P`"),
     ("evaluate probability node <count:B1> given default = 0.5", r"AggValue"),
-    (f"evaluate nosuch {B1}", r"expected a semiring name, one of boolean, counting, lineage, security, tropical, why; found 'nosuch'"),
+    (f"evaluate nosuch {B1}", r"unknown semiring 'nosuch'; expected one of boolean, counting, lineage, security, tropical, why, probability"),
     (f"evaluate counting {B1} given node <in:B1> = 2", r"`given` values base tuples and invocations; node \d+ \(·\) is derived"),
     (f"evaluate counting {B1} given relation Nope = 2", r"no base tuples of relation 'Nope' in this view"),
 ]
@@ -358,3 +358,27 @@ def test_negative_node_ids_can_be_selected():
     listed = one(s, "descendants node 7").rows[0]["id"]
     assert listed == -3990714268694853957
     assert one(s, f"show node {listed}").rows[0]["label"] == "δ"
+
+
+def test_an_unknown_semiring_lists_every_choice_probability_included(session):
+    with pytest.raises(QueryError) as err:
+        session.run(f"evaluate sparkles {B1}")
+    message = str(err.value)
+    assert "unknown semiring 'sparkles'" in message and "probability" in message and "counting" in message
+    assert "\n" not in message
+
+
+def test_tables_escape_control_and_direction_characters():
+    import pandas as pd
+
+    from lipspark.graph.index import GraphIndex
+
+    g = GraphIndex.build(pd.DataFrame({"id": [1], "kind": "p", "op": "token", "label": ["R:x\u202egnp.exe\nfake row"],
+                                       "relation": ["R"], "tuple": ['{"k": "x\\u202egnp.exe\\nfake row"}']}),
+                         pd.DataFrame({"src": [], "dst": []}))
+    result = Session(g).run("show node 1")[0]
+    text = result.to_text()
+    assert "\u202e" not in text and "fake row" in text
+    assert len(text.splitlines()) == len(result.to_text().splitlines())
+    assert "\\u202e" in text and "\\n" in text
+    assert "\u202e" in json.dumps(result.to_dict(), ensure_ascii=False)  # JSON keeps the data as it is

@@ -101,3 +101,18 @@ def test_longest_allowed_names_pass():
     name = "n" * 128
     Module(name, inputs={name: "x int"}, outputs={"Y": "x int"}, logic=lambda **r: r)
     Workflow("w-1", mods()).node(name, "a", input=True)
+
+
+@pytest.mark.parametrize("argv", [
+    ["run", "workflows/car_dealership.py", "--executions", "-1"],
+    ["run", "workflows/car_dealership.py", "--executions", "0"],
+    ["viz", "graphs/g", "-e", "zoomout agg", "--max-nodes", "-5"],
+    ["export", "graphs/g", "-e", "zoomout agg", "-o", "x.json", "--max-nodes", "many"],
+])
+def test_counts_on_the_command_line_are_whole_numbers_of_at_least_one(argv, capsys):
+    from lipspark.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(argv)
+    assert exit_.value.code == 2
+    assert "expected a whole number of at least 1" in capsys.readouterr().err
