@@ -30,7 +30,7 @@ def _param(text: str) -> tuple[str, str]:
 
 
 def _positive(text: str) -> int:
-    """A whole number of at least 1 (``--executions``, ``--max-nodes``)."""
+    """A whole number of at least 1 (``run --executions``, ``viz --max-nodes``; export checks its own)."""
     try:
         n = int(text)
     except ValueError:
@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     xsrc = x.add_mutually_exclusive_group()
     xsrc.add_argument("file", nargs="?", help="a query file (.lq) whose result to export")
     xsrc.add_argument("-e", "--expression", help="query text whose result to export, e.g. \"zoomout dealer2; ancestors output Bids of dealer1\"")
-    x.add_argument("--max-nodes", type=_positive, default=200_000,
+    x.add_argument("--max-nodes", type=int, default=200_000,
                    help="refuse to export more nodes than this (default: 200000; 0: no limit)")
     v = sub.add_parser("viz", help="draw a captured graph, or the result of a query on it, as an interactive HTML page",
                        description="Draw a graph in Lipstick's notation as a self-contained HTML page (vis.js). With a query, "

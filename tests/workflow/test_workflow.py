@@ -107,7 +107,7 @@ def test_longest_allowed_names_pass():
     ["run", "workflows/car_dealership.py", "--executions", "-1"],
     ["run", "workflows/car_dealership.py", "--executions", "0"],
     ["viz", "graphs/g", "-e", "zoomout agg", "--max-nodes", "-5"],
-    ["export", "graphs/g", "-e", "zoomout agg", "-o", "x.json", "--max-nodes", "many"],
+    ["viz", "graphs/g", "-e", "zoomout agg", "--max-nodes", "many"],
 ])
 def test_counts_on_the_command_line_are_whole_numbers_of_at_least_one(argv, capsys):
     from lipspark.cli import build_parser
