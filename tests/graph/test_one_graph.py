@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
@@ -53,6 +54,7 @@ def test_car_outputs_are_one_expression_in_both_apis(car_runs):
 values = st.lists(st.one_of(st.none(), st.integers(-50, 50)), min_size=0, max_size=6)
 
 
+@pytest.mark.slow  # a dozen Spark jobs per example set: CI runs it (make test-slow)
 @settings(max_examples=12, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values, st.data())
 def test_spark_graph_deletion_and_semirings_agree_on_aggregates(spark, xs, data):
