@@ -55,7 +55,6 @@ from lipspark.vocabulary.ids import aggregate_ids, file_position, member_ids, me
 __all__ = ["concat_frames", "expand_segments", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
 
 
-
 def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
     """Concatenate node or edge frames (positional index). Columns that are all null in some
     parts (a ``value`` column of None) take their dtype from the other parts, as pandas 2 and 3
