@@ -87,13 +87,16 @@ def query_latencies(store: str, repeat: int = 5) -> dict[str, Any]:
     load_s = time.perf_counter() - t
     s = Store.open(store)
     graph_bytes = sum(directory_bytes(os.path.join(s.root, d)) for d in ["initial/graph"] + [f"{e['dir']}/graph" for e in s.executions])
-    typ, mod = g.type_code, g.nodes["module"].astype(object).to_numpy()
-    modules = sorted({str(m) for m in mod[typ == NODE_TYPES.index("m")]})
-    ex = g.nodes["execution"].to_numpy(dtype="float64", na_value=np.nan)
+    typ = np.asarray(g.type_code)
+    modules = sorted(str(m) for m in g.distinct("module", np.flatnonzero(typ == NODE_TYPES.index("m"))))
+    has_module = g.int_column("seg") >= 0
+    has_module &= ~g.where("module", [None])
+    ex_int = g.int_column("execution")
+    ex = np.where(ex_int >= 0, ex_int, np.nan).astype("float64")
     outs = np.flatnonzero((typ == NODE_TYPES.index("o")) & ~g.is_v)
     last = outs[ex[outs] == np.nanmax(ex[outs])] if len(outs) else outs
     # a state tuple: a base tuple of a module's initial state (no execution, a module, no edges in)
-    state = np.flatnonzero((typ == 0) & ~g.is_v & (np.diff(g.in_ptr) == 0) & np.isnan(ex) & (mod != None))  # noqa: E711
+    state = np.flatnonzero((typ == 0) & ~np.asarray(g.is_v) & (np.diff(g.in_ptr) == 0) & np.isnan(ex) & has_module)
     r: dict[str, Any] = {"nodes": len(g), "edges": g.num_edges, "graph_bytes": graph_bytes,
                          "bytes_per_edge": graph_bytes / max(g.num_edges, 1), "load_s": load_s}
     r["zoomout_all_ms"], z = _median_ms(lambda: zoom_out(g, modules), repeat)

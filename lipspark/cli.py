@@ -154,10 +154,12 @@ def _materialized(path: str) -> None:
 
     if not os.path.exists(os.path.join(path, "store.json")):
         return
-    from lipspark.workflow import Store, materialize
+    from lipspark.store import Store
 
     store = Store.open(path)
     if store.capture == "deferred":
+        from lipspark.workflow import materialize
+
         materialize(store, progress=sys.stderr.isatty())
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from lipspark.export._files import atomic_open, check_size
 from lipspark.export.prov import _column, _selection, operations
-from lipspark.graph.index import GraphIndex
+from lipspark.graph.index import NODE_COLUMNS, GraphIndex
 from lipspark.vocabulary import Op
 
 __all__ = ["graphml_graph", "write_graphml"]
@@ -115,7 +115,7 @@ def graphml_graph(graph: GraphIndex, positions: Any = None) -> Any:
     # the attributes of GraphIndex.to_networkx(sel), read a column at a time (to_networkx reads a
     # row at a time: ~20 s for 200,000 nodes)
     per_attr: dict[str, dict[Any, Any]] = {}
-    for c in graph.nodes.columns:
+    for c in NODE_COLUMNS:
         if c not in ("id", "op"):
             per_attr[c] = {node: v for node, v in zip(ids, _column(graph, c, sel)) if v is not None}
     per_attr["op"] = {node: Op(int(code)).name.lower() for node, code in zip(ids, graph.op[sel].tolist())}

@@ -113,7 +113,7 @@ def _selection(graph: GraphIndex, positions: Any) -> np.ndarray:
 
 def _column(graph: GraphIndex, name: str, sel: np.ndarray) -> list[Any]:
     """Plain Python values of a node column at ``sel`` (missing: None)."""
-    col = graph.nodes[name].iloc[sel].astype(object)
+    col = graph.column(name, sel)
     out: list[Any] = []
     for v in col.tolist():
         if v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)):

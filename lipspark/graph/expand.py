@@ -50,6 +50,7 @@ from lipspark.vocabulary import (
     Segment,
     aggregate,
 )
+from lipspark.store.manifest import local_path
 from lipspark.vocabulary.ids import aggregate_ids, file_position, member_ids, member_value_ids, positional, tensor_ids
 
 __all__ = ["concat_frames", "expand_segments", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
@@ -94,12 +95,6 @@ def _py(v: Any) -> Any:
     if v is None or v is pd.NA:
         return None
     return v.item() if hasattr(v, "item") else v
-
-
-def local_path(path: str, root: str | None) -> str:
-    """A file path of a graph as a local path (``file:`` URIs stripped), relative ones under ``root``."""
-    path = re.sub(r"^file:/+", "/", path)
-    return path if os.path.isabs(path) or root is None else os.path.join(root, path)
 
 
 def _edges(src: Any, dst: Any) -> pd.DataFrame:

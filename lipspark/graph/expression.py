@@ -33,7 +33,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from lipspark.errors import StoreError
 from lipspark.semiring import AggValue, Token, black_box, delta, plus, times
@@ -72,14 +71,34 @@ def token_name(g: "GraphIndex", pos: int) -> str:
     'M_dealer1[2]'
     """
     if g.op[pos] == _INVOCATION:
-        ex = g.nodes["execution"].iat[int(pos)]
-        return f"M_{g.label(pos)}[{'' if ex is None or pd.isna(ex) else int(ex)}]"
+        ex = g.column("execution", [int(pos)])[0]
+        return f"M_{g.label(pos)}[{'' if ex is None else int(ex)}]"
     return g.label(pos)
 
 
-def _p_expr(g: "GraphIndex", pos: int, op: int, exprs: list[Any]) -> Any:
+class _Shown:
+    """Labels and values of the nodes an expression is built over, read in one batch."""
+
+    def __init__(self, g: "GraphIndex", positions: np.ndarray) -> None:
+        self.g = g
+        pos = positions.tolist()
+        self.label = dict(zip(pos, g.column("label", positions).tolist()))
+        self.value = dict(zip(pos, g.column("value", positions).tolist()))
+        inv = positions[np.asarray(g.op)[positions] == _INVOCATION]
+        self.execution = dict(zip(inv.tolist(), g.column("execution", inv).tolist()))
+
+    def token(self, pos: int) -> str:
+        label = self.label.get(pos)
+        label = "" if label is None else str(label)
+        if pos in self.execution:
+            ex = self.execution[pos]
+            return f"M_{label}[{'' if ex is None else int(ex)}]"
+        return label
+
+
+def _p_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, exprs: list[Any]) -> Any:
     if op == _TOKEN or op == _INVOCATION:
-        return Token(token_name(g, pos))
+        return Token(shown.token(pos))
     if op in _PRODUCTS:
         return times(*sorted(exprs, key=str))  # canonical display: · commutes
     if op == int(Op.PLUS):
@@ -87,26 +106,26 @@ def _p_expr(g: "GraphIndex", pos: int, op: int, exprs: list[Any]) -> Any:
     if op == int(Op.DELTA):
         return delta(plus(*sorted(exprs, key=str)))
     if op in _BLACK_BOXES:
-        return black_box(g.label(pos), *exprs)
+        return black_box(str(shown.label[pos]), *exprs)
     raise StoreError(f"p-node {int(g.ids[pos])} has operator {Op(op).name.lower()}, which only v-nodes have; the graph is corrupt")
 
 
-def _v_expr(g: "GraphIndex", pos: int, op: int, kids: list[int], memo: dict[int, Any]) -> Any:
+def _v_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, kids: list[int], memo: dict[int, Any]) -> Any:
     if op == _TENSOR:
         p = times(*[memo[c] for c in kids if not g.is_v[c]])
         vk = [c for c in kids if g.is_v[c]]
-        return Tensor(p, g.value_at(vk[0]) if vk else None)
+        return Tensor(p, shown.value[vk[0]] if vk else None)
     if op in _AGGREGATES:
         return AggValue(Op(op).label, tuple((memo[t].p, memo[t].value) for t in kids if isinstance(memo[t], Tensor)))
     if op == _CONSTANT:
-        return g.value_at(pos)
+        return shown.value[pos]
     if op in _BOUNDARY:  # a value carried across a module boundary: the value's own expression
         vk = [c for c in kids if g.is_v[c]]
-        return memo[vk[0]] if vk else g.value_at(pos)
+        return memo[vk[0]] if vk else shown.value[pos]
     if op == int(Op.BLACK_BOX):
         if not kids:
-            return g.value_at(pos)
-        return black_box(g.label(pos), *[memo[c] for c in kids if not g.is_v[c]])
+            return shown.value[pos]
+        return black_box(str(shown.label[pos]), *[memo[c] for c in kids if not g.is_v[c]])
     raise StoreError(f"v-node {int(g.ids[pos])} has operator {Op(op).name.lower()}, which only p-nodes have; the graph is corrupt")
 
 
@@ -114,14 +133,15 @@ def expressions(g: "GraphIndex", root: int) -> dict[int, Any]:
     """The expression of the node at position ``root`` and of all its ancestors, by position
     (a :class:`Tensor` for ⊗ nodes)."""
     order = g.topological(np.append(g.ancestors(root), root))
+    shown = _Shown(g, order)
     memo: dict[int, Any] = {}
     for pos in order.tolist():
         kids = sorted(g.children(pos).tolist())
         op = int(g.op[pos])
         if g.is_v[pos]:
-            memo[pos] = _v_expr(g, pos, op, kids, memo)
+            memo[pos] = _v_expr(g, shown, pos, op, kids, memo)
         else:
-            memo[pos] = _p_expr(g, pos, op, [memo[k] for k in kids if not g.is_v[k]])
+            memo[pos] = _p_expr(g, shown, pos, op, [memo[k] for k in kids if not g.is_v[k]])
     return memo
 
 
@@ -141,7 +161,8 @@ def invocation_tokens(g: "GraphIndex", node: int) -> set[str]:
     """The invocation tokens (``M_<module>[<execution>]``) the node's expression mentions."""
     pos = g.position(node)
     up = np.append(g.ancestors(pos), pos)
-    return {token_name(g, int(p)) for p in up[g.op[up] == _INVOCATION].tolist()}
+    inv = up[np.asarray(g.op)[up] == _INVOCATION]
+    return set(_Shown(g, inv).token(p) for p in inv.tolist())
 
 
 def evaluate(g: "GraphIndex", node: int, semiring: Semiring[Any], valuation: Mapping[str, Any] | Callable[[str], Any] | None = None,

@@ -1,14 +1,19 @@
-"""The in-memory index of a provenance graph: compact arrays, both edge directions.
+"""The index of a provenance graph: compact arrays, both edge directions.
 
-A :class:`GraphIndex` numbers the nodes ``0 … n-1`` in id order and keeps
+A :class:`GraphIndex` numbers the nodes ``0 … n-1`` (in id order within each *block*: a
+graph built in memory is one block, a store's memory-mapped index one block per execution) and
+keeps
 
-* the node attributes as one pandas frame (categorical strings, nullable ints), and the hot
-  ones as numpy arrays: ``ids``, ``is_v`` (p- or v-node), ``op`` (the node's
-  :class:`~lipspark.vocabulary.Op` as an int8 code: what it computes), ``label_code`` (its
-  display label), ``type_code``;
-* the edges (a multiset: a node used twice has two edges) as two CSR arrays, children → node
-  (``in_ptr``/``in_src``) and node → parents (``out_ptr``/``out_dst``), with ``eid`` naming each
-  edge so that a zoomed-out view can give back exactly the edges it hid.
+* what traversals need as numpy arrays (memory-mapped for a store): ``ids``, ``is_v`` (p- or
+  v-node), ``op`` (the node's :class:`~lipspark.vocabulary.Op` as an int8 code: what it
+  computes), ``type_code``;
+* every other attribute (label, value, tuple, relation, module, execution…) in an
+  :class:`~lipspark.graph.attrs.Attributes` source read by position, only for the nodes a query
+  shows or filters (:meth:`GraphIndex.column`, :meth:`GraphIndex.where`);
+* the edges (a multiset: a node used twice has two edges) as CSR arrays, children → node
+  (``in_ptr``/``in_src``; edge *slots* in this order, :attr:`src`/:attr:`dst`) and node →
+  parents (:meth:`GraphIndex.gather_parents`), with ``eid`` naming each edge so that a
+  zoomed-out view can give back exactly the edges it hid.
 
 Traversals gather whole frontiers with numpy, so a query's cost grows with its answer and the
 depth of the graph, not with the graph's size. Indexes are immutable: ZoomOut, ZoomIn and
@@ -30,25 +35,24 @@ deletion return new ones (see :mod:`lipspark.query`). A few conveniences work by
 """
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Sequence
 
 import numpy as np
-import pandas as pd
-import pyarrow as pa
 
 from lipspark.errors import LipsparkError, StoreError
-from lipspark.graph import expression
-from lipspark.graph.expand import concat_frames, expand_segments
-from lipspark.store.graphs import graph_segments
+from lipspark.graph.attrs import ATTRIBUTES, NODE_TYPES, Attributes, Columns, Derived, lookup_in_blocks, op_codes, type_codes
 from lipspark.vocabulary import Op, Segment
 
-__all__ = ["GraphIndex", "gather", "unique_positions", "op_codes", "NODE_TYPES"]
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+    import pyarrow as pa
 
-#: Node types of the paper (input, state, output, module invocation) and ``z``, the p-node a
-#: ZoomOut puts in place of an invocation's intermediate computation. Code 0 is "no type".
-NODE_TYPES = ("", "i", "s", "o", "m", "z")
-_ATTRS = ["kind", "op", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
-_CATEGORICAL = ["kind", "label", "relation", "type", "module", "node", "column"]
+__all__ = ["GraphIndex", "NodeSet", "gather", "unique_positions", "op_codes", "type_codes", "NODE_TYPES", "NODE_COLUMNS"]
+
+
+#: The columns of a node table (:meth:`GraphIndex.frame`), in order.
+NODE_COLUMNS = ["id", "kind", "op", "label", "seg", "value", "relation", "tuple", "type", "module", "node", "execution", "invocation", "column"]
 
 
 def gather(ptr: np.ndarray, targets: np.ndarray, nodes: np.ndarray) -> np.ndarray:
@@ -82,88 +86,85 @@ def unique_positions(a: np.ndarray, n: int) -> np.ndarray:
     return np.flatnonzero(mask)
 
 
-def op_codes(column: "pd.Series | Sequence[Any]") -> np.ndarray:
-    """The int8 :class:`~lipspark.vocabulary.Op` codes of an ``op`` column of Op members, codes,
-    names or symbols (:meth:`Op.parse`); anything else is a :class:`~lipspark.errors.StoreError`.
-
-    >>> op_codes(["token", Op.TIMES, 5, "⊗"]).tolist()
-    [1, 3, 5, 11]
-    """
-    col = pd.Series(column)
-    if col.dtype.kind in "iu":
-        codes = col.to_numpy(dtype=np.int64)
-        bad = sorted(set(codes.tolist()) - {int(o) for o in Op})
-        if bad:
-            raise StoreError(f"unknown operator code(s) {bad[:5]} in the node column 'op'; expected 1..{len(Op)}")
-        return codes.astype(np.int8)
-    parsed: dict[Any, int] = {}
-    out = np.empty(len(col), dtype=np.int8)
-    for i, v in enumerate(col.tolist()):
-        if v not in parsed:
-            if v is None or (isinstance(v, float) and np.isnan(v)):
-                raise StoreError("a node has no operator: the node column 'op' must name one for every node")
-            try:
-                parsed[v] = int(Op.parse(v.item() if hasattr(v, "item") else v))
-            except LipsparkError as err:
-                raise StoreError(f"node column 'op': {err}") from err
-        out[i] = parsed[v]
-    return out
-
-
-def _scalar(v: Any) -> Any:
-    """A plain Python value: numpy scalars unwrapped, None/NA/NaN as None."""
-    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-        return None
-    return v.item() if hasattr(v, "item") else v
-
-
 def _in_sorted(sorted_arr: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Mask: which of ``x`` occur in the sorted array ``sorted_arr``."""
     idx = np.minimum(np.searchsorted(sorted_arr, x), len(sorted_arr) - 1)
     return sorted_arr[idx] == x
 
 
-def _csr(keys: np.ndarray, vals: np.ndarray, n: int, order: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR of ``vals`` grouped by ``keys`` (rows ``0..n-1``, edge order kept within a row);
-    ``order`` is that grouping when the caller already has it. Also returns the order."""
-    if order is None:
-        order = np.argsort(keys, kind="stable")
+@dataclass(frozen=True)
+class NodeSet:
+    """Nodes detached from a graph (what a view adds or a ZoomOut hides): ids, kinds,
+    operators, types and their attributes."""
+
+    ids: np.ndarray
+    is_v: np.ndarray
+    op: np.ndarray
+    type_code: np.ndarray
+    attrs: Attributes
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @staticmethod
+    def from_frame(nodes: "pd.DataFrame") -> "NodeSet":
+        """Nodes given as a frame with ``id``, ``op`` and any attributes (as :meth:`GraphIndex.build` reads them)."""
+        n = len(nodes)
+        kind = nodes["kind"].astype(object).to_numpy() if "kind" in nodes.columns else np.full(n, "p", dtype=object)
+        return NodeSet(nodes["id"].to_numpy(dtype=np.int64), kind == "v", op_codes(nodes["op"]),
+                       type_codes(nodes["type"] if "type" in nodes.columns else [None] * n),
+                       Columns(n, {c: nodes[c].astype(object).to_numpy() for c in ATTRIBUTES if c in nodes.columns}))
+
+    @staticmethod
+    def concat(sets: Sequence["NodeSet"]) -> "NodeSet":
+        sets = [s for s in sets if len(s)]
+        if not sets:
+            return NodeSet(np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, np.int8), np.zeros(0, np.int8), Columns(0, {}))
+        return NodeSet(np.concatenate([s.ids for s in sets]), np.concatenate([s.is_v for s in sets]),
+                       np.concatenate([s.op for s in sets]), np.concatenate([s.type_code for s in sets]),
+                       Derived.flatten([(s.attrs, np.arange(len(s), dtype=np.int64)) for s in sets]))
+
+
+def _out_csr(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(src, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=n), out=ptr[1:])
-    return ptr, vals[order].astype(np.int32 if n < 2**31 else np.int64), order
+    np.cumsum(np.bincount(src, minlength=n), out=ptr[1:])
+    return ptr, dst[order].astype(_pos_dtype(n), copy=False)
+
+
+def _pos_dtype(n: int) -> Any:
+    return np.int32 if n < 2**31 else np.int64
 
 
 class GraphIndex:
     """An immutable, indexed provenance graph (see the module docstring).
 
-    Build one with :meth:`build` from node and edge frames, or :meth:`load` from a store.
+    Build one with :meth:`build` from node and edge frames, or :meth:`load` from a store (whose
+    query-ready index is memory-mapped: nothing is read until a query touches it).
     """
 
-    def __init__(self, nodes: pd.DataFrame, src: np.ndarray, dst: np.ndarray, eid: np.ndarray, *, zoom: dict[str, Any] | None = None,
-                 orders: tuple[np.ndarray, np.ndarray] | None = None) -> None:
-        # ``nodes`` sorted by id, positional index; src/dst are node positions
-        self.nodes = nodes
-        self.ids = nodes["id"].to_numpy(dtype=np.int64)
-        n = len(self.ids)
-        self.is_v = (nodes["kind"] == "v").to_numpy()
+    def __init__(self, ids: np.ndarray, is_v: np.ndarray, op: np.ndarray, type_code: np.ndarray,
+                 in_ptr: np.ndarray, in_src: np.ndarray, attrs: Attributes, *, in_eid: np.ndarray | None = None,
+                 out: tuple[np.ndarray, np.ndarray] | None = None, cross: Sequence[tuple[np.ndarray, np.ndarray]] = (),
+                 blocks: np.ndarray | None = None, zoom: dict[str, Any] | None = None) -> None:
+        #: node ids; sorted within each block (one block unless the graph is a mapped store)
+        self.ids = ids
+        n = len(ids)
+        self.is_v = is_v
         #: what each node computes: :class:`~lipspark.vocabulary.Op` codes
-        self.op = nodes["op"].to_numpy(dtype=np.int8)
-        label = nodes["label"].astype("category")
-        self.labels = label.cat.categories
-        self.label_code = label.cat.codes.to_numpy()
-        types = nodes["type"].astype("category")
-        cats = [str(c) for c in types.cat.categories]
-        bad = sorted(set(cats) - set(NODE_TYPES))
-        if bad:
-            raise StoreError(f"unknown node type(s) {bad}; expected one of {list(NODE_TYPES[1:])}")
-        lut = np.array([NODE_TYPES.index(c) for c in cats] + [0], dtype=np.int8)  # code -1 (no type) -> 0
-        self.type_code = lut[types.cat.codes.to_numpy()]
-        self.src = src.astype(np.int64, copy=False)
-        self.dst = dst.astype(np.int64, copy=False)
-        self.eid = eid.astype(np.int64, copy=False)
-        self.in_ptr, self.in_src, self.in_order = _csr(self.dst, self.src, n, orders[0] if orders else None)
-        self.in_eid = self.eid[self.in_order]
-        self.out_ptr, self.out_dst, self.out_order = _csr(self.src, self.dst, n, orders[1] if orders else None)
+        self.op = op
+        #: the node type (:data:`NODE_TYPES` code)
+        self.type_code = type_code
+        #: edges grouped by target (children of each node): slots ``in_ptr[v]:in_ptr[v+1]`` of ``in_src``
+        self.in_ptr = in_ptr
+        self.in_src = in_src
+        self._in_eid = in_eid
+        self.attrs_source = attrs
+        #: node offsets of the blocks (each sorted by id)
+        self.blocks = np.array([0, n], dtype=np.int64) if blocks is None else blocks
+        self._out = out
+        #: per block, the edges whose source lies in an earlier block (sorted by source): (src, dst)
+        self.cross = list(cross)
         #: what each zoomed-out module hid, so that ZoomIn can give it back (see lipspark.query.zoom)
         self.zoom: dict[str, Any] = dict(zoom or {})
 
@@ -173,7 +174,7 @@ class GraphIndex:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def build(cls, nodes: pd.DataFrame, edges: pd.DataFrame) -> "GraphIndex":
+    def build(cls, nodes: "pd.DataFrame", edges: "pd.DataFrame") -> "GraphIndex":
         """Index a node frame (``id``, ``op`` plus attributes) and an edge frame (``src``, ``dst`` ids).
 
         ``op`` holds each node's operator (:class:`~lipspark.vocabulary.Op` members, codes, or
@@ -185,27 +186,34 @@ class GraphIndex:
             raise StoreError("the node frame has no 'op' column: every node needs its operator (lipspark.vocabulary.Op: "
                              "token, invocation, times, plus, delta, black_box, input, state, output, zoom, tensor, "
                              "count, sum, min, max, avg, constant)")
-        nodes = nodes.reindex(columns=["id", *_ATTRS]).sort_values("id", kind="stable").reset_index(drop=True)
-        nodes["op"] = op_codes(nodes["op"])
-        for c in _CATEGORICAL:
-            nodes[c] = nodes[c].astype("category")
-        for c in ("seg", "execution", "invocation"):
-            nodes[c] = pd.array(nodes[c], dtype="Int64")
+        order = np.argsort(nodes["id"].to_numpy(dtype=np.int64), kind="stable")
+        nodes = nodes.iloc[order].reset_index(drop=True)
         ids = nodes["id"].to_numpy(dtype=np.int64)
         if len(ids) > 1 and (np.diff(ids) == 0).any():
             raise StoreError("the graph has two nodes with the same id; it is corrupt")
-        src = cls._positions(ids, edges["src"].to_numpy(dtype=np.int64), "source")
-        dst = cls._positions(ids, edges["dst"].to_numpy(dtype=np.int64), "target")
-        return cls(nodes, src, dst, np.arange(len(src), dtype=np.int64))
+        kind = nodes["kind"].astype(object).to_numpy() if "kind" in nodes.columns else np.full(len(ids), "p", dtype=object)
+        attrs = Columns(len(ids), {c: nodes[c].astype(object).to_numpy() for c in ATTRIBUTES if c in nodes.columns})
+        src = cls._lookup_all(ids, edges["src"].to_numpy(dtype=np.int64), "source")
+        dst = cls._lookup_all(ids, edges["dst"].to_numpy(dtype=np.int64), "target")
+        return cls.from_arrays(ids, kind == "v", op_codes(nodes["op"]), type_codes(nodes["type"] if "type" in nodes.columns else [None] * len(ids)),
+                               attrs, src, dst, np.arange(len(src), dtype=np.int64))
+
+    @classmethod
+    def from_arrays(cls, ids: np.ndarray, is_v: np.ndarray, op: np.ndarray, type_code: np.ndarray, attrs: Attributes,
+                    src: np.ndarray, dst: np.ndarray, eid: np.ndarray, *, zoom: dict[str, Any] | None = None) -> "GraphIndex":
+        """Index nodes sorted by id and edges given as positions (with their ``eid``)."""
+        n = len(ids)
+        order = np.argsort(dst, kind="stable")
+        in_ptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(dst, minlength=n), out=in_ptr[1:])
+        return cls(ids, np.asarray(is_v, dtype=bool), np.asarray(op, dtype=np.int8), np.asarray(type_code, dtype=np.int8),
+                   in_ptr, src[order].astype(_pos_dtype(n), copy=False), attrs, in_eid=np.asarray(eid, dtype=np.int64)[order], zoom=zoom)
 
     @staticmethod
-    def _positions(ids: np.ndarray, refs: np.ndarray, what: str) -> np.ndarray:
+    def _lookup_all(ids: np.ndarray, refs: np.ndarray, what: str) -> np.ndarray:
         pos = np.searchsorted(ids, refs)
         pos = np.minimum(pos, max(len(ids) - 1, 0))
-        if not len(ids):  # no nodes: every edge dangles (and ids[pos] would be out of bounds)
-            bad = np.ones(len(refs), dtype=bool)
-        else:
-            bad = ids[pos] != refs
+        bad = np.ones(len(refs), dtype=bool) if not len(ids) else ids[pos] != refs
         if np.any(bad):
             missing = sorted(set(refs[bad].tolist()))[:5]
             raise StoreError(f"the graph is corrupt: {int(np.sum(bad))} edge(s) have a {what} node that does not exist (ids {missing})")
@@ -214,93 +222,212 @@ class GraphIndex:
     @classmethod
     def from_segments(cls, segments: Sequence[tuple[Segment, "dict[str, pa.Table]"]], root: str | None = None) -> "GraphIndex":
         """Expand typed segments and their tables (:func:`~lipspark.graph.expand.expand_segments`)
-        and index the result; ``root`` resolves relative file paths."""
+        and index the result in memory; ``root`` resolves relative file paths."""
+        from lipspark.graph.expand import expand_segments
+
         nodes, edges = expand_segments(segments, root)
         return cls.build(nodes, edges)
 
     @classmethod
     def load(cls, path: str) -> "GraphIndex":
-        """Index the graph of a workflow store or of a :meth:`Tracker.write` directory.
+        """The graph of a workflow store or of a :meth:`Tracker.write` directory, through its
+        query-ready index (:mod:`lipspark.graph.qindex`): memory-mapped, built first if it is
+        missing or stale.
 
-        Loading only reads (:func:`lipspark.store.graph_segments`): a store with deferred
-        capture is materialized first (``lipspark materialize``), or this says so in one line.
+        Loading never replays: a store with deferred capture is materialized first
+        (``lipspark materialize``), or this says so in one line.
 
         >>> GraphIndex.load("/nonexistent")
         Traceback (most recent call last):
         ...
         lipspark.errors.StoreError: no graph at /nonexistent (manifest.json missing)
         """
-        segments, root = graph_segments(path)
-        return cls.from_segments(segments, root=root)
+        from lipspark.graph import qindex
 
-    def derive(self, keep: np.ndarray, edge_keep: np.ndarray, add_nodes: pd.DataFrame | None = None,
+        try:
+            mapped = qindex.open_mapped(path)
+        except OSError as err:
+            if err.errno not in (13, 30):  # EACCES, EROFS: a store this process cannot write
+                raise
+            from lipspark.store.graphs import graph_segments
+
+            segments, root = graph_segments(path)  # indexed in memory instead: same answers, slower
+            return cls.from_segments(segments, root=root)
+        return cls(mapped.ids, mapped.is_v, mapped.op, mapped.type_code, mapped.in_ptr, mapped.in_src, mapped.attrs,
+                   out=mapped.out, cross=mapped.cross, blocks=mapped.blocks)
+
+    def derive(self, keep: np.ndarray, edge_keep: np.ndarray, add: NodeSet | None = None,
                add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, *, zoom: dict[str, Any] | None = None) -> "GraphIndex":
-        """A new index with the nodes ``keep`` (bool mask) and edges ``edge_keep`` (bool mask, both
-        endpoints kept), plus ``add_nodes`` and ``add_edges`` = (src ids, dst ids, eids).
-
-        Positions are remapped with a prefix sum and the CSR orders filtered, not re-sorted, so a
-        deletion's view costs a few passes over the arrays.
-        """
+        """A new in-memory view with the nodes ``keep`` (bool mask) and edges ``edge_keep`` (bool
+        mask over :attr:`src`/:attr:`dst`, both endpoints kept), plus the nodes ``add`` and the
+        edges ``add_edges`` = (src ids, dst ids, eids). Attributes are not copied: the view reads
+        them from this graph's source (and ``add``'s) by position."""
         kept_pos = np.flatnonzero(keep)
+        ids_kept = self.ids[kept_pos]
+        parts: list[tuple[Attributes, np.ndarray]] = [(self.attrs_source, kept_pos)]
+        ids, is_v, op, tc = ids_kept, self.is_v[kept_pos], self.op[kept_pos], self.type_code[kept_pos]
+        if add is not None and len(add):
+            ids = np.concatenate([ids, add.ids])
+            is_v, op, tc = np.concatenate([is_v, add.is_v]), np.concatenate([op, add.op]), np.concatenate([tc, add.type_code])
+            parts.append((add.attrs, np.arange(len(add), dtype=np.int64)))
+        attrs = Derived.flatten(parts)
+        order = np.argsort(ids, kind="stable")
+        ids, is_v, op, tc = ids[order], is_v[order], op[order], tc[order]
+        attrs = Derived(attrs.parts, attrs.which[order], attrs.where_pos[order])
+        if len(ids) > 1 and (np.diff(ids) == 0).any():
+            raise StoreError("a derived view would have two nodes with the same id")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
         remap = np.full(len(self.ids), -1, dtype=np.int64)
-        kept = self.nodes.iloc[kept_pos]
-        if add_nodes is not None and len(add_nodes):
-            all_ids = np.concatenate([self.ids[kept_pos], add_nodes["id"].to_numpy(dtype=np.int64)])
-            order = np.argsort(all_ids, kind="stable")
-            rank = np.empty(len(order), dtype=np.int64)
-            rank[order] = np.arange(len(order), dtype=np.int64)
-            remap[kept_pos] = rank[: len(kept_pos)]
-            nodes = _concat([kept, add_nodes]).take(order).reset_index(drop=True)
-            ids = all_ids[order]
-            if len(ids) > 1 and (np.diff(ids) == 0).any():
-                raise StoreError("a derived view would have two nodes with the same id")
-        else:
-            remap[kept_pos] = np.arange(len(kept_pos), dtype=np.int64)
-            nodes = kept.reset_index(drop=True)
-            ids = self.ids[kept_pos]
+        remap[kept_pos] = rank[: len(kept_pos)]
         src, dst, eid = remap[self.src[edge_keep]], remap[self.dst[edge_keep]], self.eid[edge_keep]
         if (src < 0).any() or (dst < 0).any():
             raise StoreError("derive: an edge kept in the view has an endpoint that does not exist in the view")
-        orders = None
         if add_edges is not None and len(add_edges[0]):
-            src = np.concatenate([src, self._positions(ids, add_edges[0], "source")])
-            dst = np.concatenate([dst, self._positions(ids, add_edges[1], "target")])
-            eid = np.concatenate([eid, add_edges[2]])
-        else:  # kept nodes keep their relative order: filtering the groupings keeps them grouped
-            new_edge = np.cumsum(edge_keep) - 1
-            orders = (new_edge[self.in_order[edge_keep[self.in_order]]], new_edge[self.out_order[edge_keep[self.out_order]]])
-        return GraphIndex(nodes, src, dst, eid, zoom=self.zoom if zoom is None else zoom, orders=orders)
+            src = np.concatenate([src, self._lookup_all(ids, np.asarray(add_edges[0], dtype=np.int64), "source")])
+            dst = np.concatenate([dst, self._lookup_all(ids, np.asarray(add_edges[1], dtype=np.int64), "target")])
+            eid = np.concatenate([eid, np.asarray(add_edges[2], dtype=np.int64)])
+        return GraphIndex.from_arrays(ids, is_v, op, tc, attrs, src, dst, eid, zoom=self.zoom if zoom is None else zoom)
+
+    def take(self, positions: np.ndarray) -> NodeSet:
+        """The nodes at ``positions``, detached (ids, kinds, operators, types, attributes)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        return NodeSet(self.ids[positions], self.is_v[positions], self.op[positions], self.type_code[positions],
+                       Derived.flatten([(self.attrs_source, positions)]))
+
+    # ------------------------------------------------------------------ edges
+    @property
+    def num_edges(self) -> int:
+        """Number of edges (with multiplicity)."""
+        return int(self.in_ptr[-1]) if len(self.in_ptr) else 0
+
+    @property
+    def src(self) -> np.ndarray:
+        """Source position of every edge, in edge-slot order (edges grouped by target)."""
+        return np.asarray(self.in_src, dtype=np.int64)
+
+    @property
+    def dst(self) -> np.ndarray:
+        """Target position of every edge, in edge-slot order."""
+        cached = getattr(self, "_dst", None)
+        if cached is None:
+            cached = np.repeat(np.arange(len(self.ids), dtype=np.int64), np.diff(self.in_ptr))
+            self._dst = cached
+        return cached
+
+    @property
+    def eid(self) -> np.ndarray:
+        """The id of every edge, in edge-slot order (stable across views; -1 for edges a view added)."""
+        if self._in_eid is None:
+            return np.arange(self.num_edges, dtype=np.int64)
+        return self._in_eid
+
+    @property
+    def in_eid(self) -> np.ndarray:
+        """The id of the edge in each slot of :attr:`in_src` (same as :attr:`eid`)."""
+        return self.eid
+
+    @property
+    def out_ptr(self) -> np.ndarray:
+        """Parents CSR pointers (edges to nodes of the same block; see :meth:`gather_parents`)."""
+        return self._out_csr()[0]
+
+    @property
+    def out_dst(self) -> np.ndarray:
+        """Parents CSR targets (see :attr:`out_ptr`)."""
+        return self._out_csr()[1]
+
+    def _out_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._out is None:
+            self._out = _out_csr(self.src, self.dst, len(self.ids))
+        return self._out
+
+    def gather_children(self, frontier: np.ndarray) -> np.ndarray:
+        """Positions of the children of the nodes at ``frontier`` (concatenated, with multiplicity)."""
+        return gather(self.in_ptr, self.in_src, frontier).astype(np.int64, copy=False)
+
+    def gather_parents(self, frontier: np.ndarray, *, owners: bool = False) -> Any:
+        """Positions of the parents of the nodes at ``frontier`` (with multiplicity); with
+        ``owners``, also which frontier entry (index into ``frontier``) each one belongs to."""
+        frontier = np.asarray(frontier, dtype=np.int64)
+        ptr, dst = self._out_csr()
+        found = [gather(ptr, dst, frontier).astype(np.int64, copy=False)]
+        own = [np.repeat(np.arange(len(frontier), dtype=np.int64), ptr[frontier + 1] - ptr[frontier])] if owners else []
+        for xsrc, xdst in self.cross:
+            if not len(xsrc) or not len(frontier):
+                continue
+            lo, hi = np.searchsorted(xsrc, frontier, side="left"), np.searchsorted(xsrc, frontier, side="right")
+            lens = hi - lo
+            if not lens.any():
+                continue
+            idx = np.repeat(lo - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()), dtype=np.int64)
+            found.append(np.asarray(xdst[idx], dtype=np.int64))
+            if owners:
+                own.append(np.repeat(np.arange(len(frontier), dtype=np.int64), lens))
+        parents = np.concatenate(found) if len(found) > 1 else found[0]
+        if owners:
+            return (np.concatenate(own) if len(own) > 1 else own[0]), parents
+        return parents
 
     # ------------------------------------------------------------------ lookups
     def __len__(self) -> int:
         return len(self.ids)
 
-    @property
-    def num_edges(self) -> int:
-        """Number of edges (with multiplicity)."""
-        return len(self.src)
+    def lookup(self, node_ids: np.ndarray) -> np.ndarray:
+        """Position of each id (-1 where the graph has no such node)."""
+        return lookup_in_blocks(self.ids, self.blocks, np.asarray(node_ids, dtype=np.int64))
 
     def position(self, node_id: int) -> int:
         """The position of a node id; :class:`~lipspark.errors.LipsparkError` if it is absent."""
-        i = int(np.searchsorted(self.ids, np.int64(node_id)))
-        if i >= len(self.ids) or self.ids[i] != node_id:
+        pos = int(self.lookup(np.array([node_id], dtype=np.int64))[0])
+        if pos < 0:
             raise LipsparkError(f"no node with id {node_id} in this graph (view)")
-        return i
+        return pos
 
     def positions(self, node_ids: Iterable[int]) -> np.ndarray:
-        """Positions of node ids; ids not in the graph are dropped."""
-        refs = np.asarray(list(node_ids), dtype=np.int64)
-        pos = np.minimum(np.searchsorted(self.ids, refs), max(len(self.ids) - 1, 0))
-        return np.unique(pos[self.ids[pos] == refs]) if len(self.ids) and len(refs) else np.zeros(0, dtype=np.int64)
+        """Positions (sorted) of node ids; ids not in the graph are dropped."""
+        pos = self.lookup(np.asarray(list(node_ids), dtype=np.int64))
+        return np.unique(pos[pos >= 0])
 
     def contains(self, node_id: int) -> bool:
         """True iff the graph (view) has a node with this id."""
-        i = int(np.searchsorted(self.ids, np.int64(node_id)))
-        return i < len(self.ids) and int(self.ids[i]) == int(node_id)
+        return bool(self.lookup(np.array([node_id], dtype=np.int64))[0] >= 0)
+
+    def column(self, name: str, positions: Any = None) -> np.ndarray:
+        """Attribute ``name`` of the nodes at ``positions`` (all nodes if None) as an object
+        array of plain Python values (None where missing). ``id``, ``kind``, ``op`` (an
+        :class:`Op` code) and ``type`` come from the index's arrays, the rest from its source."""
+        pos = np.arange(len(self.ids), dtype=np.int64) if positions is None else np.asarray(positions, dtype=np.int64)
+        out = np.empty(len(pos), dtype=object)
+        if name == "id":
+            out[:] = np.asarray(self.ids[pos], dtype=np.int64).tolist()
+        elif name == "kind":
+            out[:] = np.where(self.is_v[pos], "v", "p").tolist()
+        elif name == "op":
+            out[:] = np.asarray(self.op[pos], dtype=np.int64).tolist()
+        elif name == "type":
+            out[:] = [NODE_TYPES[c] or None for c in self.type_code[pos].tolist()]
+        else:
+            return self.attrs_source.get(name, pos)
+        return out
+
+    def where(self, name: str, values: Iterable[Any]) -> np.ndarray:
+        """Boolean mask over all nodes: attribute ``name`` is one of ``values`` (a segment-level
+        attribute of a mapped graph is one gather, not a pass over strings)."""
+        return self.attrs_source.where(name, values)
+
+    def int_column(self, name: str) -> np.ndarray:
+        """An integer attribute (``seg``, ``execution``, ``invocation``) of every node, -1 where missing."""
+        return self.attrs_source.int_column(name)
+
+    def distinct(self, name: str, positions: np.ndarray | None = None) -> set[Any]:
+        """Distinct non-missing values of attribute ``name`` (at ``positions``, or everywhere)."""
+        return self.attrs_source.distinct(name, positions)
 
     def label(self, pos: int) -> str:
         """The label of the node at ``pos``."""
-        return str(self.labels[self.label_code[pos]])
+        v = self.attrs_source.get("label", np.array([pos], dtype=np.int64))[0]
+        return "" if v is None else str(v)
 
     def type(self, pos: int) -> str:
         """The node type at ``pos``: ``i``, ``s``, ``o``, ``m``, ``z`` or ``""``."""
@@ -308,14 +435,36 @@ class GraphIndex:
 
     def value_at(self, pos: int) -> Any:
         """The recorded value of the v-node at ``pos`` as a plain Python value (None when it has none)."""
-        return _scalar(self.nodes["value"].iat[int(pos)])
+        return self.attrs_source.get("value", np.array([pos], dtype=np.int64))[0]
 
     def attrs(self, pos: int) -> dict[str, Any]:
         """All attributes of the node at ``pos`` as plain Python values (``op`` as an :class:`Op`)."""
-        row = self.nodes.iloc[int(pos)].to_dict()
-        out = {k: _scalar(v) for k, v in row.items()}
-        out["op"] = Op(int(self.op[int(pos)]))
-        return out
+        p = np.array([pos], dtype=np.int64)
+        out: dict[str, Any] = {"id": int(self.ids[pos]), "kind": "v" if self.is_v[pos] else "p", "op": Op(int(self.op[pos]))}
+        for name in ATTRIBUTES:
+            out[name] = self.attrs_source.get(name, p)[0]
+        out["type"] = NODE_TYPES[self.type_code[pos]] or None
+        return {k: out[k] for k in NODE_COLUMNS}
+
+    def frame(self, positions: Any = None) -> "pd.DataFrame":
+        """The attributes of the nodes at ``positions`` (all by default) as a pandas frame with
+        the columns of :data:`~lipspark.graph.expand.NODE_COLUMNS` (``op`` as int8 codes)."""
+        import pandas as pd
+
+        pos = np.arange(len(self.ids), dtype=np.int64) if positions is None else np.asarray(positions, dtype=np.int64)
+        data = {name: self.column(name, pos) for name in NODE_COLUMNS}
+        df = pd.DataFrame(data)
+        df["id"] = df["id"].astype(np.int64)
+        df["op"] = df["op"].astype(np.int8)
+        for c in ("seg", "execution", "invocation"):
+            df[c] = pd.array(df[c], dtype="Int64")
+        return df
+
+    @property
+    def nodes(self) -> "pd.DataFrame":
+        """All nodes' attributes as a pandas frame (:meth:`frame`); prefer :meth:`column` and
+        :meth:`frame` of the positions you need on large graphs."""
+        return self.frame()
 
     def op_of(self, pos: int) -> Op:
         """The operator of the node at ``pos``."""
@@ -323,20 +472,23 @@ class GraphIndex:
 
     def children(self, pos: int) -> np.ndarray:
         """Positions of the nodes with an edge into ``pos`` (with multiplicity)."""
-        return self.in_src[self.in_ptr[pos]:self.in_ptr[pos + 1]]
+        return np.asarray(self.in_src[self.in_ptr[pos]:self.in_ptr[pos + 1]], dtype=np.int64)
 
     def parents(self, pos: int) -> np.ndarray:
         """Positions of the nodes ``pos`` has an edge into (with multiplicity)."""
-        return self.out_dst[self.out_ptr[pos]:self.out_ptr[pos + 1]]
+        return self.gather_parents(np.array([pos], dtype=np.int64))
 
     @property
     def invocation_pos(self) -> np.ndarray:
         """For every node, the position of the invocation node that created it (-1: none)."""
         cached = getattr(self, "_invocation_pos", None)
         if cached is None:
-            inv = self.nodes["invocation"].to_numpy(dtype=np.int64, na_value=-1)
-            pos = np.minimum(np.searchsorted(self.ids, inv), max(len(self.ids) - 1, 0))
-            cached = np.where((inv != -1) & (self.ids[pos] == inv) if len(self.ids) else inv != -1, pos, -1)
+            inv = self.int_column("invocation")
+            cached = np.full(len(inv), -1, dtype=np.int64)
+            has = np.flatnonzero(inv != -1)
+            if len(has):
+                uniq, back = np.unique(inv[has], return_inverse=True)
+                cached[has] = self.lookup(uniq)[back]
             self._invocation_pos = cached
         return cached
 
@@ -356,13 +508,15 @@ class GraphIndex:
     def find(self, label: str | None = None, kind: str | None = None, op: "Op | str | int | None" = None) -> list[int]:
         """Ids (sorted) of the nodes with the given display label, kind (``p``/``v``) and/or operator."""
         mask = np.ones(len(self.ids), dtype=bool)
-        if label is not None:
-            mask &= (self.nodes["label"] == label).to_numpy(dtype=bool, na_value=False)
-        if kind is not None:
-            mask &= self.is_v if kind == "v" else ~self.is_v
         if op is not None:
-            mask &= self.op == int(Op.parse(op))
-        return [int(i) for i in self.ids[mask]]
+            mask &= np.asarray(self.op) == int(Op.parse(op))
+        if kind is not None:
+            mask &= np.asarray(self.is_v) if kind == "v" else ~np.asarray(self.is_v)
+        if label is not None:
+            cand = np.flatnonzero(mask)
+            mask[:] = False
+            mask[cand[self.attrs_source.get("label", cand) == label]] = True
+        return sorted(int(i) for i in self.ids[mask])
 
     def token_id(self, label: str) -> int:
         """Id of the base tuple whose token is ``label`` (e.g. ``"Cars:C2"``)."""
@@ -377,6 +531,8 @@ class GraphIndex:
 
         See :func:`lipspark.graph.expression.polynomial`.
         """
+        from lipspark.graph import expression
+
         factors = getattr(ref, "factors", None)
         if factors is None:
             return expression.polynomial(self, int(ref))
@@ -389,12 +545,14 @@ class GraphIndex:
 
         The recorded value of the node at a *position* is :meth:`value_at`.
         """
+        from lipspark.graph import expression
+
         node = ref.values[column] if column is not None else ref
         return expression.polynomial(self, int(node))
 
     # ------------------------------------------------------------------ traversal
-    def _closure(self, ptr: np.ndarray, targets: np.ndarray, seeds: Any, stop: np.ndarray | None = None) -> np.ndarray:
-        """Positions reachable from ``seeds`` along ``ptr``/``targets`` (seeds only if reached).
+    def _closure(self, step: Callable[[np.ndarray], np.ndarray], seeds: Any, stop: np.ndarray | None = None) -> np.ndarray:
+        """Positions reachable from ``seeds`` by ``step`` (seeds only if reached).
 
         Small answers are tracked in a sorted array, so a query that reaches a few hundred nodes
         never touches an array of the graph's size; past n/256 nodes a dense mask takes over.
@@ -404,7 +562,7 @@ class GraphIndex:
         visited = np.zeros(0, dtype=np.int64)
         seen: np.ndarray | None = None
         while len(frontier):
-            nxt = gather(ptr, targets, frontier)
+            nxt = step(frontier)
             if seen is None:
                 nxt = np.unique(nxt)
                 if len(visited) and len(nxt):
@@ -427,21 +585,21 @@ class GraphIndex:
     def ancestors(self, seeds: Any) -> np.ndarray:
         """Positions of every node with a path to a seed (the backward trace), seeds excluded
         unless they lie on a cycle-free path from another seed."""
-        return self._closure(self.in_ptr, self.in_src, seeds)
+        return self._closure(self.gather_children, seeds)
 
     def descendants(self, seeds: Any, *, stop: np.ndarray | None = None) -> np.ndarray:
         """Positions of every node reachable from a seed (the forward trace).
 
         ``stop``: a boolean mask; nodes in it are reported but not expanded.
         """
-        return self._closure(self.out_ptr, self.out_dst, seeds, stop)
+        return self._closure(self.gather_parents, seeds, stop)
 
     def topological(self, positions: np.ndarray) -> np.ndarray:
         """``positions`` ordered so that every node comes after its children (Kahn, vectorized)."""
         positions = np.unique(np.asarray(positions, dtype=np.int64))
         member = np.zeros(len(self.ids), dtype=bool)
         member[positions] = True
-        kids = gather(self.in_ptr, self.in_src, positions)
+        kids = self.gather_children(positions)
         owner = np.repeat(positions, np.diff(self.in_ptr)[positions])
         inside = member[kids]
         pending = np.zeros(len(self.ids), dtype=np.int64)
@@ -450,7 +608,7 @@ class GraphIndex:
         frontier = positions[pending[positions] == 0]
         while len(frontier):
             out.append(frontier)
-            ups = gather(self.out_ptr, self.out_dst, frontier)
+            ups = self.gather_parents(frontier)
             ups = ups[member[ups]]
             if not len(ups):
                 break
@@ -463,8 +621,10 @@ class GraphIndex:
         return order
 
     # ------------------------------------------------------------------ export
-    def edge_frame(self) -> pd.DataFrame:
+    def edge_frame(self) -> "pd.DataFrame":
         """The edges as ids: ``src``, ``dst``, ``eid``."""
+        import pandas as pd
+
         return pd.DataFrame({"src": self.ids[self.src], "dst": self.ids[self.dst], "eid": self.eid})
 
     def to_networkx(self, positions: Any = None) -> Any:
@@ -486,8 +646,9 @@ class GraphIndex:
         out = nx.MultiDiGraph()
         for pos in sel.tolist():
             out.add_node(int(self.ids[pos]), **{k: v for k, v in self.attrs(pos).items() if k != "id" and v is not None})
-        em = mask[self.src] & mask[self.dst]
-        out.add_edges_from(zip(self.ids[self.src[em]].tolist(), self.ids[self.dst[em]].tolist()))
+        src, dst = self.src, self.dst
+        em = mask[src] & mask[dst]
+        out.add_edges_from(zip(self.ids[src[em]].tolist(), self.ids[dst[em]].tolist()))
         return out
 
     def _repr_html_(self) -> str | None:
@@ -498,31 +659,14 @@ class GraphIndex:
 
     def same_as(self, other: "GraphIndex") -> bool:
         """True iff both have the same nodes (ids and attributes) and the same edge multiset."""
-        if not np.array_equal(self.ids, other.ids):
+        a_order, b_order = np.argsort(self.ids, kind="stable"), np.argsort(other.ids, kind="stable")
+        if not np.array_equal(np.asarray(self.ids)[a_order], np.asarray(other.ids)[b_order]):
             return False
-        a = self.nodes.astype(object).where(self.nodes.notna(), None)
-        b = other.nodes.astype(object).where(other.nodes.notna(), None)
-        if not a.equals(b):
-            return False
+        for name in NODE_COLUMNS:
+            if self.column(name, a_order).tolist() != other.column(name, b_order).tolist():
+                return False
         ea = np.lexsort((self.ids[self.dst], self.ids[self.src]))
         eb = np.lexsort((other.ids[other.dst], other.ids[other.src]))
         return bool(np.array_equal(self.ids[self.src][ea], other.ids[other.src][eb]) and np.array_equal(self.ids[self.dst][ea], other.ids[other.dst][eb]))
 
 
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate node frames, keeping categoricals categorical (union of their categories)."""
-    from pandas.api.types import union_categoricals
-
-    frames = [f for f in frames if len(f)] or frames[:1]
-    columns = list(frames[0].columns)
-    cats = {c: union_categoricals([f[c].astype("category") for f in frames], ignore_order=True)
-            for c in _CATEGORICAL if all(c in f.columns for f in frames)}
-    out = concat_frames([f.drop(columns=list(cats)) for f in frames])
-    for c, values in cats.items():
-        out[c] = values
-    for c in ("seg", "execution", "invocation"):
-        if c in out.columns:
-            out[c] = pd.array(out[c], dtype="Int64")
-    if "op" in out.columns:
-        out["op"] = op_codes(out["op"])
-    return out[columns]

@@ -31,9 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
-import pandas as pd
 
-from lipspark.graph.index import NODE_TYPES, GraphIndex, gather
+from lipspark.graph.index import NODE_TYPES, GraphIndex
 from lipspark.vocabulary import Op, aggregate
 from lipspark.vocabulary.ids import aggregate_ids
 
@@ -108,8 +107,9 @@ def _groups(g: GraphIndex, aggs: np.ndarray) -> np.ndarray:
         if not len(todo):
             break
         cand = aggregate_ids(ids[todo], j)  # XOR with the salt is its own inverse
-        pos = np.minimum(np.searchsorted(g.ids, cand), len(g) - 1)
-        hit = (g.ids[pos] == cand) & (g.op[pos] == int(Op.DELTA))
+        pos = g.lookup(cand)
+        hit = pos >= 0
+        hit[hit] = g.op[pos[hit]] == int(Op.DELTA)
         out[todo[hit]] = pos[hit]
     return out
 
@@ -125,7 +125,7 @@ def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
     held = np.zeros(0, dtype=np.int64)  # aggregates that lost every ⊗: they follow their group
     while True:
         while len(frontier):
-            ups = gather(g.out_ptr, g.out_dst, frontier)
+            ups = g.gather_parents(frontier)
             ups = ups[~removed[ups]]
             if not len(ups):
                 break
@@ -210,7 +210,7 @@ def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True) -> Delet
     """
     removed = propagate(g, g.positions(nodes))
     changes = _what_if(g, removed) if values else []
-    is_out = (g.type_code == _O) & ~g.is_v  # output tuples (their values are in `values`)
+    is_out = (np.asarray(g.type_code) == _O) & ~np.asarray(g.is_v)  # output tuples (their values are in `values`)
     gone = np.flatnonzero(removed)
     out_gone = gone[is_out[gone]]
     return DeletionResult(

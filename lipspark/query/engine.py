@@ -60,15 +60,15 @@ def _plain(v: Any) -> Any:
 
 def node_rows(g: GraphIndex, positions: np.ndarray) -> list[dict[str, Any]]:
     """One dict per node: id, kind, type, label, module, execution, relation, tuple, value."""
+    pos = np.asarray(positions, dtype=np.int64)
+    cols = {c: g.column(c, pos).tolist() for c in ("id", "kind", "type", "label", "module", "execution", "relation", "tuple", "value")}
     rows = []
-    for p in np.asarray(positions, dtype=np.int64).tolist():
-        a = g.attrs(p)
-        row = {"id": int(a["id"]), "kind": a["kind"], "type": a["type"] or "", "label": a["label"],
-               "module": a["module"], "execution": a["execution"], "relation": a["relation"]}
-        t = a.get("tuple")
-        row["tuple"] = json.loads(t) if isinstance(t, str) else None
-        row["value"] = _plain(a.get("value")) if a["kind"] == "v" else None
-        rows.append(row)
+    for i in range(len(pos)):
+        t = cols["tuple"][i]
+        rows.append({"id": int(cols["id"][i]), "kind": cols["kind"][i], "type": cols["type"][i] or "", "label": cols["label"][i],
+                     "module": cols["module"][i], "execution": cols["execution"][i], "relation": cols["relation"][i],
+                     "tuple": json.loads(t) if isinstance(t, str) else None,
+                     "value": _plain(cols["value"][i]) if cols["kind"][i] == "v" else None})
     return rows
 
 
@@ -217,7 +217,7 @@ class Session:
                 raise err from None
             why = []
             for m, rec in self.view.zoom.items():
-                if rec.nodes["id"].isin(self.base.ids[found]).any():
+                if np.isin(rec.nodes.ids, self.base.ids[found]).any():
                     why.append(f"hidden by zoomout {m} (zoomin {m} to see it)")
             if any(op == "delete" for op, _ in self._ops):
                 why.append(("or " if why else "") + "removed by an earlier delete (reset to start over)")
@@ -402,8 +402,7 @@ class Session:
             if isinstance(a.target, ast.DefaultRef):
                 default = value
             elif isinstance(a.target, ast.RelationRef):
-                rel = g.nodes["relation"].astype(object).to_numpy()
-                hits = np.flatnonzero((rel == a.target.name) & (g.op == Op.TOKEN))
+                hits = np.flatnonzero(g.where("relation", [a.target.name]) & (np.asarray(g.op) == Op.TOKEN))
                 if not len(hits):
                     raise QueryError(f"{a} (line {a.pos.line}): no base tuples of relation {a.target.name!r} in this view")
                 for p in hits.tolist():

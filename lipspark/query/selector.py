@@ -70,7 +70,7 @@ def _cmp(op: str, found: Any, wanted: Any) -> bool:
 def _match(g: GraphIndex, cand: np.ndarray, conds: tuple[Condition, ...], sel: TupleSel) -> np.ndarray:
     if not conds or not len(cand):
         return cand
-    tuples = g.nodes["tuple"].to_numpy()[cand]
+    tuples = g.column("tuple", cand)
     keep = np.zeros(len(cand), dtype=bool)
     columns: set[str] = set()
     for i, t in enumerate(tuples):
@@ -85,33 +85,28 @@ def _match(g: GraphIndex, cand: np.ndarray, conds: tuple[Condition, ...], sel: T
     return cand[keep]
 
 
-def _col(g: GraphIndex, name: str) -> np.ndarray:
-    return g.nodes[name].astype(object).to_numpy()
-
-
 def _tuples(g: GraphIndex, sel: TupleSel) -> np.ndarray:
-    rel = _col(g, "relation")
-    mask = rel == sel.relation
+    mask = g.where("relation", [sel.relation])
     if not mask.any():
-        known = sorted({str(r) for r in rel if isinstance(r, str)})
+        known = sorted({str(r) for r in g.distinct("relation") if isinstance(r, str)})
         raise _fail(sel, f"no relation {sel.relation!r} in this graph (relations: {', '.join(known) or 'none'})")
+    op = np.asarray(g.op)
     if sel.kind == "tuple":
-        mask &= g.op == Op.TOKEN
+        mask &= op == Op.TOKEN
     else:
-        mask &= (g.op == _BOUNDARY_OP[sel.kind]) & ~g.is_v
+        mask &= (op == _BOUNDARY_OP[sel.kind]) & ~np.asarray(g.is_v)
     if not mask.any():
         raise _fail(sel, f"no {sel.kind} node of relation {sel.relation} in this view" + _hidden_hint(g))
     if sel.module is not None:
-        mod = _col(g, "module")
-        by_module = mask & (mod == sel.module)
+        by_module = mask & g.where("module", [sel.module])
         if not by_module.any():
-            found = sorted({str(m) for m in mod[mask] if isinstance(m, str)})
+            found = sorted({str(m) for m in g.distinct("module", np.flatnonzero(mask)) if isinstance(m, str)})
             raise _fail(sel, f"no {sel.kind} of {sel.relation} in module {sel.module!r} (found in: {', '.join(found) or 'no module'})" + _hidden_hint(g, sel.module))
         mask = by_module
     if sel.execution is not None:
-        ex = g.nodes["execution"].to_numpy(dtype="float64", na_value=np.nan)
+        ex = g.int_column("execution")
         # base tuples of a module's initial state belong to every execution
-        mask &= (ex == sel.execution) | (np.isnan(ex) & (sel.kind == "tuple"))
+        mask &= (ex == sel.execution) | ((ex == -1) & (sel.kind == "tuple"))
         if not mask.any():
             raise _fail(sel, f"nothing in execution {sel.execution}")
     out = _match(g, np.flatnonzero(mask), sel.conditions, sel)
@@ -129,17 +124,20 @@ def _hidden_hint(g: GraphIndex, module: str | None = None) -> str:
 
 
 def _values(g: GraphIndex, sel: ValueSel, base: np.ndarray) -> np.ndarray:
-    cols = _col(g, "column")
-    cand = np.flatnonzero((cols == sel.column) & g.is_v)
+    cand = np.flatnonzero(g.where("column", [sel.column]) & np.asarray(g.is_v))
     if not len(cand):
         raise _fail(sel, f"no value nodes of a column {sel.column!r} in this view (columns with v-nodes carry an aggregate or a black-box result)")
-    inv = g.nodes["invocation"].to_numpy(dtype="float64", na_value=np.nan)
-    rel = _col(g, "relation")
-    ordinal = ordinal_of(g.ids)
-    key = {(int(inv[p]) if not np.isnan(inv[p]) else -1, rel[p], int(g.type_code[p]), int(ordinal[p])): p for p in cand.tolist()}
+    both = np.concatenate([cand, base])
+    inv = dict(zip(both.tolist(), g.column("invocation", both).tolist()))
+    rel = dict(zip(both.tolist(), g.column("relation", both).tolist()))
+
+    def key(p: int) -> tuple[Any, ...]:
+        return (-1 if inv[p] is None else int(inv[p]), rel[p], int(g.type_code[p]), int(ordinal_of(int(g.ids[p]))))
+
+    by_key = {key(p): p for p in cand.tolist()}
     out = []
     for p in base.tolist():
-        hit = key.get((int(inv[p]) if not np.isnan(inv[p]) else -1, rel[p], int(g.type_code[p]), int(ordinal[p])))
+        hit = by_key.get(key(p))
         if hit is not None:
             out.append(hit)
     if not out:
@@ -154,21 +152,18 @@ def resolve(g: GraphIndex, sel: Selector) -> np.ndarray:
             raise _fail(sel, f"no node {sel.id} in this view" + _hidden_hint(g))
         return np.array([g.position(sel.id)], dtype=np.int64)
     if isinstance(sel, TokenSel):
-        hits = np.flatnonzero(g.labels[g.label_code] == sel.label)
-        hits = hits[g.op[hits] == Op.TOKEN]
+        hits = np.flatnonzero(g.where("label", [sel.label]) & (np.asarray(g.op) == Op.TOKEN))
         if not len(hits):
             raise _fail(sel, f"no token labelled {sel.label!r} in this view")
         return hits
     if isinstance(sel, InvocationSel):
-        mod = _col(g, "module")
-        is_inv = g.op == Op.INVOCATION
-        mask = is_inv & (mod == sel.module)
+        is_inv = np.asarray(g.op) == Op.INVOCATION
+        mask = is_inv & g.where("module", [sel.module])
         if not mask.any():
-            known = sorted({str(m) for m in mod[is_inv]})
+            known = sorted({str(m) for m in g.distinct("module", np.flatnonzero(is_inv))})
             raise _fail(sel, f"no module {sel.module!r} (modules: {', '.join(known) or 'none'})")
         if sel.execution is not None:
-            ex = g.nodes["execution"].to_numpy(dtype="float64", na_value=np.nan)
-            mask &= ex == sel.execution
+            mask &= g.int_column("execution") == sel.execution
             if not mask.any():
                 raise _fail(sel, f"module {sel.module} was not invoked in execution {sel.execution}")
         return np.flatnonzero(mask)

@@ -26,7 +26,7 @@ from typing import Iterable
 
 import numpy as np
 
-from lipspark.graph.index import GraphIndex, gather
+from lipspark.graph.index import GraphIndex
 from lipspark.query.deletion import propagate
 
 __all__ = ["ancestors", "descendants", "subgraph", "depends", "subgraph_positions"]
@@ -47,7 +47,7 @@ def subgraph_positions(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
     seeds = np.unique(np.asarray(list(seeds), dtype=np.int64))
     up = g.ancestors(seeds)
     down = g.descendants(seeds)
-    siblings = gather(g.in_ptr, g.in_src, down)
+    siblings = g.gather_children(down)
     return np.unique(np.concatenate([seeds, up, down, siblings]))
 
 

@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
-import pandas as pd
 
 from lipspark.errors import QueryError
-from lipspark.graph.expand import concat_frames
-from lipspark.graph.index import NODE_TYPES, GraphIndex, gather, unique_positions
+from lipspark.graph.attrs import Columns, Derived
+from lipspark.graph.index import NODE_TYPES, GraphIndex, NodeSet, unique_positions
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import zoom_id
 
@@ -48,10 +47,10 @@ _I, _S, _O = (NODE_TYPES.index(t) for t in "iso")
 
 @dataclass(frozen=True)
 class ZoomRecord:
-    """What a ZoomOut of one module hid: its node rows and the edges (ids and eids) they touched."""
+    """What a ZoomOut of one module hid: its nodes and the edges (ids and eids) they touched."""
 
     module: str
-    nodes: pd.DataFrame
+    nodes: NodeSet
     src: np.ndarray
     dst: np.ndarray
     eid: np.ndarray
@@ -68,14 +67,14 @@ def _invocations(g: GraphIndex, module: str) -> np.ndarray:
 
 def _invocations_of(g: GraphIndex, modules: list[str]) -> dict[str, np.ndarray]:
     """Positions of the invocation nodes of each module (one pass over the invocation nodes)."""
-    inv = np.flatnonzero(g.op == Op.INVOCATION)
-    names = g.nodes["module"].iloc[inv].astype(object).to_numpy()
+    inv = np.flatnonzero(np.asarray(g.op) == Op.INVOCATION)
+    names = g.column("module", inv)
     return {m: inv[names == m] for m in modules}
 
 
 def _boundary(g: GraphIndex, inv: np.ndarray, code: int) -> np.ndarray:
     """Positions of the nodes of type ``code`` the invocations ``inv`` have an edge into."""
-    ups = gather(g.out_ptr, g.out_dst, inv)
+    ups = g.gather_parents(inv)
     return unique_positions(ups[g.type_code[ups] == code], len(g))
 
 
@@ -87,14 +86,14 @@ def intermediate(g: GraphIndex, module: str) -> np.ndarray:
 
 def _intermediate(g: GraphIndex, inv: np.ndarray, inputs: np.ndarray, state: np.ndarray) -> np.ndarray:
     seeds = np.concatenate([inputs, state])
-    is_out = g.type_code == _O
+    is_out = np.asarray(g.type_code) == _O
     reached = g.descendants(seeds, stop=is_out)
     mask = np.zeros(len(g), dtype=bool)
     mask[reached] = True
     # module-internal constants: created by one of the invocations, reached by no input or state
     is_inv = np.zeros(len(g) + 1, dtype=bool)  # slot -1 (no invocation) stays False
     is_inv[inv] = True
-    created = is_inv[g.invocation_pos] & (g.type_code == 0)
+    created = is_inv[g.invocation_pos] & (np.asarray(g.type_code) == 0)
     mask |= created
     mask &= ~is_out
     return np.flatnonzero(mask)
@@ -102,14 +101,14 @@ def _intermediate(g: GraphIndex, inv: np.ndarray, inputs: np.ndarray, state: np.
 
 def _hidden(g: GraphIndex, inv: np.ndarray) -> np.ndarray:
     """Mask of everything a ZoomOut of the module with invocations ``inv`` removes (steps 3 and 4)."""
-    ups = gather(g.out_ptr, g.out_dst, inv)
+    ups = g.gather_parents(inv)
     codes = g.type_code[ups]
     state = unique_positions(ups[codes == _S], len(g))
     inputs = unique_positions(ups[codes == _I], len(g))
     mask = np.zeros(len(g), dtype=bool)
     mask[_intermediate(g, inv, inputs, state)] = True
     mask[state] = True
-    kids = gather(g.in_ptr, g.in_src, state)
+    kids = g.gather_children(state)
     base = kids[g.op[kids] == Op.TOKEN]
     mask[base] = True
     return mask
@@ -118,7 +117,7 @@ def _hidden(g: GraphIndex, inv: np.ndarray) -> np.ndarray:
 def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
     """The view of ``g`` with every invocation of ``modules`` zoomed out (section 4.1, steps 1–5)."""
     modules = list(dict.fromkeys(modules))
-    known = set(g.nodes.loc[g.op == Op.INVOCATION, "module"].dropna().astype(str))
+    known = {str(m) for m in g.distinct("module", np.flatnonzero(np.asarray(g.op) == Op.INVOCATION))}
     for m in modules:
         if m in g.zoom:
             raise QueryError(f"module {m!r} is already zoomed out; zoomin {m} first")
@@ -130,31 +129,30 @@ def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
     for m in modules:
         masks[m] = _hidden(g, invocations[m])
         hidden_all |= masks[m]
-    edge_hidden = hidden_all[g.src] | hidden_all[g.dst]
+    gsrc, gdst, geid = g.src, g.dst, g.eid
+    edge_hidden = hidden_all[gsrc] | hidden_all[gdst]
     records = dict(g.zoom)
     new_nodes, e_src, e_dst = [], [], []
     for m in modules:
         mask = masks[m]
-        touch = mask[g.src] | mask[g.dst]
-        records[m] = ZoomRecord(m, g.nodes[mask], g.ids[g.src[touch]], g.ids[g.dst[touch]], g.eid[touch])
+        touch = mask[gsrc] | mask[gdst]
+        records[m] = ZoomRecord(m, g.take(np.flatnonzero(mask)), g.ids[gsrc[touch]], g.ids[gdst[touch]], geid[touch])
         inv = invocations[m]
         zid = np.array([zoom_id(i) for i in g.ids[inv].tolist()], dtype=np.int64)
-        at = np.minimum(np.searchsorted(g.ids, zid), len(g.ids) - 1)  # ids are sorted: no hashing of the graph
-        if len(zid) and (g.ids[at] == zid).any():
+        if len(zid) and (g.lookup(zid) >= 0).any():
             raise QueryError(f"cannot zoom out {m!r}: its zoom node ids are taken; is the graph already zoomed?")
-        rows = g.nodes.iloc[inv].copy()
-        rows["id"] = zid
-        rows["label"] = m
-        rows["type"] = "z"
-        rows["op"] = np.int8(Op.ZOOM)
-        new_nodes.append(rows)
-        ups = gather(g.out_ptr, g.out_dst, inv)
-        owner = np.repeat(np.arange(len(inv)), np.diff(g.out_ptr)[inv])
-        ins = np.isin(g.type_code[ups], (_I,))
+        like = g.take(inv)  # a zoom node has its invocation's context, its own id, label, type and op
+        n = len(inv)
+        own = Columns(n, {"label": [m] * n})
+        attrs = Derived.flatten([(like.attrs, np.arange(n, dtype=np.int64))])
+        new_nodes.append(NodeSet(zid, np.zeros(n, dtype=bool), np.full(n, int(Op.ZOOM), dtype=np.int8),
+                                 np.full(n, NODE_TYPES.index("z"), dtype=np.int8), _Relabelled(attrs, own)))
+        owner, ups = g.gather_parents(inv, owners=True)
+        ins = g.type_code[ups] == _I
         outs = g.type_code[ups] == _O
         e_src += [g.ids[ups[ins]], zid[owner[outs]]]
         e_dst += [zid[owner[ins]], g.ids[ups[outs]]]
-    add_nodes = concat_frames(new_nodes) if new_nodes else None
+    add_nodes = NodeSet.concat(new_nodes) if new_nodes else None
     src = np.concatenate(e_src) if e_src else np.zeros(0, np.int64)
     dst = np.concatenate(e_dst) if e_dst else np.zeros(0, np.int64)
     return g.derive(~hidden_all, ~edge_hidden, add_nodes, (src, dst, np.full(len(src), -1, dtype=np.int64)), zoom=records)
@@ -168,18 +166,33 @@ def zoom_in(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
             zoomed = ", ".join(g.zoom) or "none"
             raise QueryError(f"module {m!r} is not zoomed out in this view (zoomed out: {zoomed})")
     records = {k: v for k, v in g.zoom.items() if k not in modules}
-    mod = g.nodes["module"].isin(modules).to_numpy(dtype=bool, na_value=False)
-    drop = (g.op == Op.ZOOM) & mod
+    mod = g.where("module", modules)
+    drop = (np.asarray(g.op) == Op.ZOOM) & mod
     keep_edges = ~(drop[g.src] | drop[g.dst])
     restored = [g.zoom[m] for m in modules]
-    add_nodes = concat_frames([r.nodes for r in restored])
+    add_nodes = NodeSet.concat([r.nodes for r in restored])
     src = np.concatenate([r.src for r in restored])
     dst = np.concatenate([r.dst for r in restored])
     eid = np.concatenate([r.eid for r in restored])
     # an edge between nodes hidden by two modules is in both records: give it back once, and only
     # when both its ends are visible again
-    present = np.union1d(g.ids[~drop], add_nodes["id"].to_numpy(dtype=np.int64))
+    present = np.union1d(g.ids[~drop], add_nodes.ids)
     ok = np.isin(src, present) & np.isin(dst, present) & ~np.isin(eid, g.eid)
     _, first = np.unique(eid[ok], return_index=True)
     idx = np.flatnonzero(ok)[first]
     return g.derive(~drop, keep_edges, add_nodes, (src[idx], dst[idx], eid[idx]), zoom=records)
+
+
+class _Relabelled(Columns):
+    """Attributes of ``base`` with some columns replaced (a zoom node: its invocation's context
+    under its module's name)."""
+
+    def __init__(self, base: Derived, own: Columns) -> None:
+        super().__init__(own.n, {})
+        self.columns = own.columns
+        self.base = base
+
+    def get(self, name: str, pos: np.ndarray) -> np.ndarray:
+        if name in self.columns:
+            return super().get(name, pos)
+        return self.base.get(name, pos)

@@ -17,8 +17,11 @@ simplification happens in sympy on request (:func:`normal_form`, :func:`equivale
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import sympy
+if TYPE_CHECKING:  # pragma: no cover
+    import sympy
 
 from lipspark.errors import SemiringError
 from lipspark.semiring._nodes import (
@@ -142,7 +145,7 @@ class AggValue:
         )
         out = set()
         for value, poly in zip(groups, polys):
-            expanded = sympy.expand(poly)
+            expanded = _sympy().expand(poly)
             if expanded != 0:
                 out.add((value, expanded))
         return (self.op, frozenset(out))
@@ -155,11 +158,17 @@ class AggValue:
         return f"{self.op}({' + '.join(parts) if parts else '0'})"
 
 
-_DELTA = sympy.Function("δ")
-_TENSOR = sympy.Function("⊗")
+@cache
+def _sympy() -> Any:
+    """sympy, imported on first use: building and evaluating expressions never needs it, only
+    normal forms and equivalence do (it takes a second to import)."""
+    import sympy
+
+    return sympy
 
 
 def _sympy_node(node: Expr, kids: list[sympy.Expr], evaluate: bool) -> sympy.Expr:
+    sympy = _sympy()
     if isinstance(node, Token):
         return sympy.Symbol(node.name)
     if isinstance(node, _Zero):
@@ -171,12 +180,13 @@ def _sympy_node(node: Expr, kids: list[sympy.Expr], evaluate: bool) -> sympy.Exp
     if isinstance(node, Product):
         return sympy.Mul(*kids, evaluate=evaluate)
     if isinstance(node, Delta):
-        return _DELTA(kids[0], evaluate=evaluate)
+        return sympy.Function("δ")(kids[0], evaluate=evaluate)
     assert isinstance(node, BlackBox)
     return sympy.Function(node.name)(*kids, evaluate=evaluate)
 
 
 def _sympy_value(value: object) -> sympy.Basic:
+    sympy = _sympy()
     if value is None:
         return sympy.Symbol("None")
     if isinstance(value, str):
@@ -214,9 +224,9 @@ def to_sympy(expr: Expr | AggValue, *, evaluate: bool = False) -> sympy.Basic:
     if isinstance(expr, AggValue):
         polys = fold_many([p for p, _ in expr.terms], lambda n, k: _sympy_node(n, k, evaluate))
         args = [
-            _TENSOR(p, _sympy_value(v), evaluate=evaluate) for p, (_, v) in zip(polys, expr.terms)
+            _sympy().Function("⊗")(p, _sympy_value(v), evaluate=evaluate) for p, (_, v) in zip(polys, expr.terms)
         ]
-        return sympy.Function(expr.op)(*args, evaluate=evaluate)
+        return _sympy().Function(expr.op)(*args, evaluate=evaluate)
     _coerce(expr)
     return fold_many([expr], lambda n, k: _sympy_node(n, k, evaluate))[0]
 
@@ -234,7 +244,7 @@ def normal_form(
     """
     if isinstance(expr, AggValue):
         return expr.normal_form()
-    return sympy.expand(to_sympy(expr, evaluate=True))
+    return _sympy().expand(to_sympy(expr, evaluate=True))
 
 
 def equivalent(a: Expr | AggValue, b: Expr | AggValue) -> bool:

@@ -2,15 +2,17 @@
 from __future__ import annotations
 
 import os
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from lipspark.errors import StoreError
 from lipspark.store.manifest import read_manifest, read_segments
 from lipspark.store.store import Store
 from lipspark.vocabulary.segments import Segment
 
-__all__ = ["graph_segments"]
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+__all__ = ["graph_segments", "graph_root"]
 
 
 def graph_segments(path: str) -> tuple[list[tuple[Segment, dict[str, pa.Table]]], str]:
@@ -38,6 +40,28 @@ def graph_segments(path: str) -> tuple[list[tuple[Segment, dict[str, pa.Table]]]
         read_manifest(gdir)
         segments += read_segments(gdir, manifest)
     return segments, store.root
+
+
+def graph_root(path: str) -> tuple[str, list[str]]:
+    """Where the graph of a workflow store or graph directory lives: the directory its paths
+    start from and its graph directories relative to it, in order (initial state first). Reads
+    only JSON; the same errors as :func:`graph_segments` (no graph, deferred and not replayed,
+    no provenance).
+
+    >>> graph_root("/nonexistent")
+    Traceback (most recent call last):
+    ...
+    lipspark.errors.StoreError: no graph at /nonexistent (manifest.json missing)
+    """
+    if not os.path.exists(os.path.join(path, "store.json")):
+        read_manifest(path)
+        return os.path.abspath(path), ["."]
+    store = Store.open(path)
+    if store.capture is None:
+        raise StoreError(f"the store at {path} was run with --no-provenance: it has outputs and state but no graph")
+    if store.capture == "deferred":
+        store = _replayed(store)
+    return store.root, store.graph_dirs()
 
 
 def _replayed(store: Store) -> Store:

@@ -15,15 +15,26 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+import re
+from typing import TYPE_CHECKING, Any
 
 from lipspark.errors import StoreError
 from lipspark.vocabulary.segments import FORMAT_VERSION, Segment
 
-__all__ = ["read_json", "read_manifest", "read_segments"]
+if TYPE_CHECKING:  # pragma: no cover
+    import pyarrow as pa
+
+__all__ = ["read_json", "read_manifest", "read_segments", "local_path"]
+
+
+def local_path(path: str, root: str | None) -> str:
+    """A file path of a graph as a local path (``file:`` URIs stripped), relative ones under ``root``.
+
+    >>> local_path("file:///data/x.parquet", None), local_path("executions/1/x", "/s")
+    ('/data/x.parquet', '/s/executions/1/x')
+    """
+    path = re.sub(r"^file:/+", "/", path)
+    return path if os.path.isabs(path) or root is None else os.path.join(root, path)
 
 
 
@@ -52,6 +63,9 @@ def read_manifest(path: str) -> dict[str, Any]:
 def read_segments(path: str, manifest: dict[str, Any]) -> list[tuple[Segment, dict[str, pa.Table]]]:
     """``[(segment, {table: pyarrow.Table})]`` of a graph directory (the manifest's entries read
     by :meth:`Segment.from_json`, so an unknown kind or a missing field is a :class:`StoreError`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     out: list[tuple[Segment, dict[str, pa.Table]]] = []
     for seg in manifest["segments"]:
         segment = Segment.from_json(seg)

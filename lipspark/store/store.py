@@ -190,8 +190,9 @@ class Store:
             return self.executions[-1]["state"]
         return self.meta["initial"] or {}
 
-    def graph_manifests(self) -> list[tuple[str, dict[str, Any]]]:
-        """(directory, manifest) of every graph in the store, initial state first."""
+    def graph_dirs(self) -> list[str]:
+        """The store-relative directories of every graph in the store, initial state first
+        (checked present, not read)."""
         out = []
         dirs = (["initial/graph"] if self.meta.get("initial") else []) + [f"{e['dir']}/graph" for e in self.executions]
         for d in dirs:
@@ -200,5 +201,10 @@ class Store:
                 if self.capture == "eager":
                     raise StoreError(f"the store at {self.root} is corrupt: {d}/manifest.json is missing")
                 continue
-            out.append((os.path.join(self.root, d), read_json(path, f"the store at {self.root}")))
+            out.append(d)
         return out
+
+    def graph_manifests(self) -> list[tuple[str, dict[str, Any]]]:
+        """(directory, manifest) of every graph in the store, initial state first."""
+        return [(os.path.join(self.root, d), read_json(os.path.join(self.root, d, "manifest.json"), f"the store at {self.root}"))
+                for d in self.graph_dirs()]

@@ -51,7 +51,7 @@ import numpy as np
 
 from lipspark.errors import LipsparkError, StoreError
 from lipspark.graph.expression import Tensor, expressions, token_name
-from lipspark.graph.index import NODE_TYPES, GraphIndex, gather
+from lipspark.graph.index import NODE_TYPES, GraphIndex
 from lipspark.query.deletion import DeletionResult
 from lipspark.query.engine import Result
 from lipspark.vocabulary import Op
@@ -135,7 +135,7 @@ def _guard(d: _Drawing, max_nodes: int) -> None:
     n = len(d.positions)
     if n <= max_nodes:
         return
-    mods = d.graph.nodes["module"].iloc[d.positions].dropna().astype(str).unique().tolist()
+    mods = [str(m) for m in d.graph.distinct("module", d.positions)]
     some = ", ".join(sorted(mods)[:6]) or "M1, M2"
     raise LipsparkError(
         f"{n} nodes to draw, more than the limit of {max_nodes}: zoom out modules first (`zoomout {some}`), "
@@ -150,7 +150,7 @@ def _drawn_edges(g: GraphIndex, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """Edges between drawn nodes as indices into ``pos`` (src → dst, with multiplicity)."""
     if not len(pos):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    kids = gather(g.in_ptr, g.in_src, pos)
+    kids = g.gather_children(pos)
     owner = np.repeat(np.arange(len(pos), dtype=np.int64), np.diff(g.in_ptr)[pos])
     idx = np.minimum(np.searchsorted(pos, kids), len(pos) - 1)
     inside = pos[idx] == kids
@@ -206,7 +206,7 @@ def levels(g: GraphIndex, positions: np.ndarray) -> np.ndarray:
     n = len(positions)
     s, d = _drawn_edges(g, positions)
     real = [(int(a), int(b), 1) for a, b in zip(s.tolist(), d.tolist())]
-    ex = g.nodes["execution"].iloc[positions].to_numpy(dtype=np.float64, na_value=np.nan)
+    ex = np.array([np.nan if e is None else float(e) for e in g.column("execution", positions).tolist()], dtype=np.float64)
     execs = sorted({float(e) for e in ex[~np.isnan(ex)]})
     barrier: list[tuple[int, int, int]] = []
     for k in range(1, len(execs)):  # node n+k-1 sits between execution k-1 and execution k
@@ -258,7 +258,7 @@ def module_colours(g: GraphIndex) -> dict[str, tuple[str, str]]:
     >>> module_colours(g)
     {'agg': ('#aec7e8', '#1f77b4'), 'dealer1': ('#ffbb78', '#ff7f0e')}
     """
-    names = sorted({str(m) for m in g.nodes["module"].dropna().unique()})
+    names = sorted(str(m) for m in g.distinct("module"))
     return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(names)}
 
 
@@ -466,8 +466,8 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
     lv = levels(g, pos)
     src, dst = _drawn_edges(g, pos)
     colours = module_colours(g)
-    sub = g.nodes.iloc[pos]
-    rows = sub.astype(object).where(sub.notna(), None).to_dict("records")
+    rows = g.frame(pos).astype(object).to_dict("records")
+    rows = [{k: (None if v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType" else v) for k, v in r.items()} for r in rows]
     with_poly = len(pos) <= POLYNOMIAL_LIMIT
     polys = _polynomials(g, pos, lv) if with_poly and len(pos) else {}
 

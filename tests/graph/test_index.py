@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lipspark.errors import LipsparkError, StoreError
-from lipspark.graph.index import GraphIndex, gather
+from lipspark.graph.index import GraphIndex, NodeSet, gather
 from lipspark.vocabulary import Op
 from tests.query.graphs import assert_same_graph, generate, signature, workflow_graphs
 
@@ -226,7 +226,7 @@ def test_derive_keeps_and_adds(gen, rnd):
     add_nodes = pd.DataFrame({"id": [new_id], "kind": ["p"], "op": ["zoom"], "label": ["M"], "type": ["z"], "module": ["mod0"], "execution": [1]})
     targets = rnd.sample(kept_ids, min(2, len(kept_ids)))
     add = (np.asarray([new_id] * len(targets), dtype=np.int64), np.asarray(targets, dtype=np.int64), np.full(len(targets), -1, dtype=np.int64))
-    d = g.derive(keep, edge_keep, add_nodes, add, zoom={"mod0": "record"})
+    d = g.derive(keep, edge_keep, NodeSet.from_frame(add_nodes), add, zoom={"mod0": "record"})
 
     want = nx.MultiDiGraph()
     full = gen.networkx()

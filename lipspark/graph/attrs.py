@@ -1,0 +1,364 @@
+"""Node attributes read on demand: only for the nodes a query shows or filters on.
+
+A :class:`~lipspark.graph.index.GraphIndex` keeps what traversals need as arrays (ids,
+operators, types, edges) and asks an :class:`Attributes` source for everything else —
+``label``, ``value``, ``tuple``, ``relation``, ``module``, ``node``, ``execution``,
+``invocation``, ``column``, ``seg`` — by position:
+
+* :class:`Columns`: in-memory columns (a graph built from frames, the nodes a view adds);
+* :class:`Mapped`: a store's query-ready index (:mod:`lipspark.graph.qindex`): per-node
+  strings in memory-mapped files, and the attributes every node of a segment shares
+  (relation, module, execution…) in a small segment table, so a filter on them is one gather;
+* :class:`Derived`: a view's nodes, each taken from one of several sources.
+
+>>> a = Columns(3, {"label": ["R:a", "R:b", "δ"], "relation": ["R", "R", None]})
+>>> a.get("label", np.array([2, 0])).tolist(), a.where("relation", {"R"}).tolist()
+(['δ', 'R:a'], [True, True, False])
+>>> d = Derived([a, Columns(1, {"label": ["z"]})], np.array([0, 1]), np.array([2, 0]))
+>>> d.get("label", np.array([0, 1])).tolist(), d.get("relation", np.array([1])).tolist()
+(['δ', 'z'], [None])
+"""
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from lipspark.errors import LipsparkError, StoreError
+from lipspark.vocabulary import Op
+
+__all__ = ["Attributes", "Columns", "Mapped", "Derived", "ATTRIBUTES", "SEGMENT_ATTRIBUTES", "NUMERIC", "Blob",
+           "NODE_TYPES", "op_codes", "type_codes", "lookup_in_blocks"]
+
+#: Node types of the paper (input, state, output, module invocation) and ``z``, the p-node a
+#: ZoomOut puts in place of an invocation's intermediate computation. Code 0 is "no type".
+NODE_TYPES = ("", "i", "s", "o", "m", "z")
+def op_codes(column: Any) -> np.ndarray:
+    """The int8 :class:`~lipspark.vocabulary.Op` codes of an ``op`` column of Op members, codes,
+    names or symbols (:meth:`Op.parse`); anything else is a :class:`~lipspark.errors.StoreError`.
+
+    >>> op_codes(["token", Op.TIMES, 5, "⊗"]).tolist()
+    [1, 3, 5, 11]
+    """
+    values = column.tolist() if hasattr(column, "tolist") else list(column)
+    arr = np.asarray(column) if hasattr(column, "dtype") else None
+    if arr is not None and arr.dtype.kind in "iu":
+        codes = arr.astype(np.int64)
+        bad = sorted(set(codes.tolist()) - {int(o) for o in Op})
+        if bad:
+            raise StoreError(f"unknown operator code(s) {bad[:5]} in the node column 'op'; expected 1..{len(Op)}")
+        return codes.astype(np.int8)
+    parsed: dict[Any, int] = {}
+    out = np.empty(len(values), dtype=np.int8)
+    for i, v in enumerate(values):
+        if v not in parsed:
+            if v is None or (isinstance(v, float) and np.isnan(v)):
+                raise StoreError("a node has no operator: the node column 'op' must name one for every node")
+            try:
+                parsed[v] = int(Op.parse(v.item() if hasattr(v, "item") else v))
+            except LipsparkError as err:
+                raise StoreError(f"node column 'op': {err}") from err
+        out[i] = parsed[v]
+    return out
+
+
+def type_codes(column: Any) -> np.ndarray:
+    """The :data:`NODE_TYPES` codes of a ``type`` column (None, NaN and ``""``: no type).
+
+    >>> type_codes(["i", None, "m"]).tolist()
+    [1, 0, 4]
+    """
+    values = column.tolist() if hasattr(column, "tolist") else list(column)
+    lut = {t: i for i, t in enumerate(NODE_TYPES)}
+    out = np.zeros(len(values), dtype=np.int8)
+    bad = set()
+    for i, v in enumerate(values):
+        if v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType":
+            continue
+        code = lut.get(str(v))
+        if code is None:
+            bad.add(str(v))
+        else:
+            out[i] = code
+    if bad:
+        raise StoreError(f"unknown node type(s) {sorted(bad)}; expected one of {list(NODE_TYPES[1:])}")
+    return out
+
+
+
+#: Every attribute a node may have besides ``id``, ``kind``, ``op`` and ``type`` (arrays of the index).
+ATTRIBUTES = ("label", "seg", "value", "relation", "tuple", "module", "node", "execution", "invocation", "column")
+#: Attributes all nodes of one segment share (kept once per segment in a mapped index).
+SEGMENT_ATTRIBUTES = ("relation", "module", "node", "execution", "invocation", "column")
+#: Integer-valued attributes.
+NUMERIC = ("seg", "execution", "invocation")
+
+
+def _clean(v: Any) -> Any:
+    """A plain Python value: numpy scalars unwrapped; None, NA and NaN of missing cells as None."""
+    if v is None:
+        return None
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()
+    if isinstance(v, float) and v != v:
+        return None
+    if type(v).__name__ in ("NAType", "NaTType"):
+        return None
+    return v
+
+
+class Attributes(ABC):
+    """A source of node attributes by position (``0 … n-1``)."""
+
+    n: int
+
+    @abstractmethod
+    def get(self, name: str, pos: np.ndarray) -> np.ndarray:
+        """Object array of attribute ``name`` at ``pos`` (None where a node has none)."""
+
+    def where(self, name: str, values: Iterable[Any]) -> np.ndarray:
+        """Boolean mask over all nodes: attribute ``name`` is one of ``values``."""
+        wanted = set(values)
+        col = self.get(name, np.arange(self.n, dtype=np.int64))
+        return np.fromiter((v in wanted for v in col.tolist()), dtype=bool, count=len(col))
+
+    def int_column(self, name: str) -> np.ndarray:
+        """An integer attribute (:data:`NUMERIC`) of every node as int64, -1 where missing."""
+        vals = self.get(name, np.arange(self.n, dtype=np.int64)).tolist()
+        return np.array([-1 if v is None else int(v) for v in vals], dtype=np.int64)
+
+    def distinct(self, name: str, pos: np.ndarray | None = None) -> set[Any]:
+        """The distinct non-missing values of ``name`` (at ``pos``, or everywhere)."""
+        pos = np.arange(self.n, dtype=np.int64) if pos is None else pos
+        return {v for v in self.get(name, pos).tolist() if v is not None}
+
+
+class Columns(Attributes):
+    """Attributes held as in-memory columns (lists or arrays of length ``n``); missing columns
+    are missing values. Missing cells (None, NaN, pandas NA) read as None."""
+
+    def __init__(self, n: int, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> None:
+        self.n = n
+        self.columns: dict[str, np.ndarray] = {}
+        for name, col in columns.items():
+            arr = np.empty(n, dtype=object)
+            arr[:] = [_clean(v) for v in (col.tolist() if hasattr(col, "tolist") else list(col))]
+            self.columns[name] = arr
+
+    def get(self, name: str, pos: np.ndarray) -> np.ndarray:
+        col = self.columns.get(name)
+        if col is None:
+            return np.full(len(pos), None, dtype=object)
+        return col[np.asarray(pos, dtype=np.int64)]
+
+
+class Blob:
+    """Strings of variable length in two memory-mapped arrays: ``offsets`` (n+1 int64, byte
+    positions) and ``data`` (uint8). A present string is stored as ``=`` and its UTF-8 bytes,
+    a missing one (None) as nothing, so ``""`` and None stay apart.
+
+    >>> b = Blob.encode(["ab", None, ""])
+    >>> b.strings(np.array([0, 1, 2])), b.equal(np.array([0, 1, 2]), "ab").tolist()
+    (['ab', None, ''], [True, False, False])
+    """
+
+    MARK = b"="
+
+    @staticmethod
+    def encode(strings: Sequence[str | None]) -> "Blob":
+        """A blob in memory (the index writer writes the same two arrays to files)."""
+        parts = [b"" if s is None else Blob.MARK + s.encode("utf-8") for s in strings]
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in parts], out=offsets[1:])
+        return Blob(offsets, np.frombuffer(b"".join(parts), dtype=np.uint8))
+
+    def __init__(self, offsets: np.ndarray, data: np.ndarray) -> None:
+        self.offsets = offsets
+        self.data = data
+
+    def strings(self, pos: np.ndarray) -> list[str | None]:
+        pos = np.asarray(pos, dtype=np.int64)
+        lo, hi = self.offsets[pos], self.offsets[pos + 1]
+        raw = self.data
+        out: list[str | None] = []
+        for a, b in zip(lo.tolist(), hi.tolist()):
+            out.append(None if a == b else bytes(raw[a + 1:b]).decode("utf-8"))
+        return out
+
+    def equal(self, pos: np.ndarray, text: str) -> np.ndarray:
+        """Mask over ``pos``: the string there is ``text`` (compared as bytes, vectorized)."""
+        want = np.frombuffer(Blob.MARK + text.encode("utf-8"), dtype=np.uint8)
+        pos = np.asarray(pos, dtype=np.int64)
+        lo = self.offsets[pos]
+        same_len = (self.offsets[pos + 1] - lo) == len(want)
+        out = np.zeros(len(pos), dtype=bool)
+        cand = np.flatnonzero(same_len)
+        if not len(cand):
+            return out
+        for start in range(0, len(cand), 1 << 16):  # bounded temporaries
+            chunk = cand[start:start + (1 << 16)]
+            block = self.data[lo[chunk][:, None] + np.arange(len(want), dtype=np.int64)]
+            out[chunk] = (block == want).all(axis=1)
+        return out
+
+
+class Mapped(Attributes):
+    """Attributes of a store's query-ready index: ``label``, ``value`` (JSON), ``tuple`` (JSON)
+    per node in :class:`Blob` s, ``seg`` per node, and :data:`SEGMENT_ATTRIBUTES` per segment
+    (``segments``: one dict per segment, looked up through the node's ``seg``)."""
+
+    def __init__(self, seg: np.ndarray, blobs: Mapping[str, Blob], segments: Sequence[Mapping[str, Any]]) -> None:
+        self.n = len(seg)
+        self.seg = seg
+        self.blobs = dict(blobs)
+        top = max([int(s["seg"]) for s in segments], default=0)
+        self._row = np.full(top + 2, -1, dtype=np.int64)
+        for i, s in enumerate(segments):
+            self._row[int(s["seg"])] = i
+        self._table = {name: np.array([s.get(name) for s in segments] + [None], dtype=object) for name in SEGMENT_ATTRIBUTES}
+
+    def _rows(self, pos: np.ndarray) -> np.ndarray:
+        segs = np.asarray(self.seg[np.asarray(pos, dtype=np.int64)], dtype=np.int64)
+        return self._row[np.clip(segs, 0, len(self._row) - 1)]
+
+    def get(self, name: str, pos: np.ndarray) -> np.ndarray:
+        pos = np.asarray(pos, dtype=np.int64)
+        if name == "seg":
+            out = np.empty(len(pos), dtype=object)
+            out[:] = np.asarray(self.seg[pos], dtype=np.int64).tolist()
+            return out
+        if name in SEGMENT_ATTRIBUTES:
+            return self._table[name][self._rows(pos)]
+        blob = self.blobs.get(name)
+        out = np.empty(len(pos), dtype=object)
+        if blob is None:
+            return out
+        strings = blob.strings(pos)
+        if name == "value":
+            out[:] = [None if s is None else json.loads(s) for s in strings]
+        else:
+            out[:] = strings
+        return out
+
+    def where(self, name: str, values: Iterable[Any]) -> np.ndarray:
+        wanted = set(values)
+        if name in SEGMENT_ATTRIBUTES or name == "seg":
+            if name == "seg":
+                hit_rows = np.zeros(len(self._row), dtype=bool)
+                for v in wanted:
+                    if isinstance(v, int) and 0 <= v < len(self._row):
+                        hit_rows[v] = True
+                return hit_rows[np.clip(np.asarray(self.seg, dtype=np.int64), 0, len(self._row) - 1)]
+            table = self._table[name]
+            good = np.fromiter((v in wanted for v in table.tolist()), dtype=bool, count=len(table))
+            lut = np.zeros(len(self._row), dtype=bool)
+            lut[self._row >= 0] = good[self._row[self._row >= 0]]
+            return lut[np.clip(np.asarray(self.seg, dtype=np.int64), 0, len(self._row) - 1)]
+        blob = self.blobs.get(name)
+        if blob is not None and name != "value" and all(isinstance(v, str) for v in wanted):
+            everything = np.arange(self.n, dtype=np.int64)
+            out = np.zeros(self.n, dtype=bool)
+            for v in wanted:
+                out |= blob.equal(everything, v)
+            return out
+        return super().where(name, wanted)
+
+    def int_column(self, name: str) -> np.ndarray:
+        segs = np.clip(np.asarray(self.seg, dtype=np.int64), 0, len(self._row) - 1)
+        if name == "seg":
+            return np.asarray(self.seg, dtype=np.int64)
+        if name in SEGMENT_ATTRIBUTES:
+            table = np.array([-1 if v is None else int(v) for v in self._table[name].tolist()], dtype=np.int64)
+            return table[self._row[segs]]  # row -1 is the trailing None
+        return super().int_column(name)
+
+    def distinct(self, name: str, pos: np.ndarray | None = None) -> set[Any]:
+        if name in SEGMENT_ATTRIBUTES and pos is None:
+            return {v for v in self._table[name].tolist() if v is not None}
+        return super().distinct(name, pos)
+
+
+class Derived(Attributes):
+    """A view's attributes: node ``i`` is node ``where[i]`` of source ``parts[which[i]]``."""
+
+    def __init__(self, parts: Sequence[Attributes], which: np.ndarray, where: np.ndarray) -> None:
+        self.parts = list(parts)
+        self.which = np.asarray(which, dtype=np.int16)
+        self.where_pos = np.asarray(where, dtype=np.int64)
+        self.n = len(self.which)
+
+    def get(self, name: str, pos: np.ndarray) -> np.ndarray:
+        pos = np.asarray(pos, dtype=np.int64)
+        out = np.empty(len(pos), dtype=object)
+        w = self.which[pos]
+        for i, part in enumerate(self.parts):
+            sel = np.flatnonzero(w == i)
+            if len(sel):
+                out[sel] = part.get(name, self.where_pos[pos[sel]])
+        return out
+
+    def where(self, name: str, values: Iterable[Any]) -> np.ndarray:
+        wanted = list(values)
+        out = np.zeros(self.n, dtype=bool)
+        for i, part in enumerate(self.parts):
+            sel = np.flatnonzero(self.which == i)
+            if len(sel):
+                out[sel] = part.where(name, wanted)[self.where_pos[sel]]
+        return out
+
+    def int_column(self, name: str) -> np.ndarray:
+        out = np.full(self.n, -1, dtype=np.int64)
+        for i, part in enumerate(self.parts):
+            sel = np.flatnonzero(self.which == i)
+            if len(sel):
+                out[sel] = part.int_column(name)[self.where_pos[sel]]
+        return out
+
+    @staticmethod
+    def flatten(parts: Sequence[tuple[Attributes, np.ndarray]]) -> "Derived":
+        """The attributes of nodes taken, in order, from ``(source, positions)`` pairs; sources
+        that are themselves :class:`Derived` are unwrapped so views of views stay one level."""
+        leaves: list[Attributes] = []
+        which_parts, where_parts = [], []
+
+        def leaf(a: Attributes) -> int:
+            for i, x in enumerate(leaves):
+                if x is a:
+                    return i
+            leaves.append(a)
+            return len(leaves) - 1
+
+        for source, pos in parts:
+            pos = np.asarray(pos, dtype=np.int64)
+            if isinstance(source, Derived):
+                remap = np.array([leaf(p) for p in source.parts], dtype=np.int16)
+                which_parts.append(remap[source.which[pos]] if len(remap) else np.zeros(0, np.int16))
+                where_parts.append(source.where_pos[pos])
+            else:
+                which_parts.append(np.full(len(pos), leaf(source), dtype=np.int16))
+                where_parts.append(pos)
+        which = np.concatenate(which_parts) if which_parts else np.zeros(0, np.int16)
+        where = np.concatenate(where_parts) if where_parts else np.zeros(0, np.int64)
+        return Derived(leaves, which, where)
+
+
+def lookup_in_blocks(ids: np.ndarray, blocks: np.ndarray, refs: np.ndarray) -> np.ndarray:
+    """Position of each id of ``refs`` in ``ids``, an array sorted within each block
+    (``blocks``: the block offsets, ``[0, …, len(ids)]``); -1 where absent.
+
+    >>> lookup_in_blocks(np.array([5, 9, 1, 7]), np.array([0, 2, 4]), np.array([7, 5, 3])).tolist()
+    [3, 0, -1]
+    """
+    refs = np.asarray(refs, dtype=np.int64)
+    out = np.full(len(refs), -1, dtype=np.int64)
+    for b in range(len(blocks) - 1):
+        lo, hi = int(blocks[b]), int(blocks[b + 1])
+        if hi <= lo or not len(refs):
+            continue
+        part = ids[lo:hi]
+        pos = np.minimum(np.searchsorted(part, refs), hi - lo - 1)
+        hit = np.asarray(part[pos]) == refs
+        out[hit] = pos[hit] + lo
+    return out
