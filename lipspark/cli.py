@@ -63,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("graph", help="a workflow store run with --capture deferred")
     m.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
+    ri = sub.add_parser("reindex", help="rebuild a store's query-ready index from its graph (queries rebuild a stale one themselves)",
+                        description="Rebuild the query-ready index (index/) of a store or graph directory from its graph "
+                                    "(manifests and Parquet tables). The index is derived: queries check it and append or "
+                                    "rebuild it when it is missing or stale; this forces a rebuild. See docs/store-format.md.")
+    ri.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     q = sub.add_parser("query", help="run provenance queries (zoom, delete, traces, polynomials) on a captured graph")
     q.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     src = q.add_mutually_exclusive_group(required=True)
@@ -144,6 +149,19 @@ def _materialize(args: Any) -> int:
     g = GraphIndex.load(args.graph)
     how = f"replayed with provenance in {time.perf_counter() - t0:.1f}s" if deferred else "eager capture: nothing to replay"
     print(f"{args.graph}: {len(store.executions)} executions, graph {len(g):,} nodes, {g.num_edges:,} edges ({how})")
+    return 0
+
+
+def _reindex(args: Any) -> int:
+    import time
+
+    from lipspark.graph.qindex import reindex
+
+    t0 = time.perf_counter()
+    meta = reindex(args.graph)
+    last = meta["blocks"][-1] if meta["blocks"] else {"nodes": 0, "edges": 0}
+    print(f"{args.graph}: indexed {len(meta['blocks'])} graph(s), {last['nodes']:,} nodes, {last['edges']:,} edges "
+          f"in {time.perf_counter() - t0:.1f}s")
     return 0
 
 
@@ -279,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             return _bench(args)
         if args.command == "query":
             return _query(args)
+        if args.command == "reindex":
+            return _reindex(args)
         if args.command == "export":
             return _export(args)
         if args.command == "viz":

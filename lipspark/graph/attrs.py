@@ -30,7 +30,7 @@ from lipspark.errors import LipsparkError, StoreError
 from lipspark.vocabulary import Op
 
 __all__ = ["Attributes", "Columns", "Mapped", "Derived", "ATTRIBUTES", "SEGMENT_ATTRIBUTES", "NUMERIC", "Blob",
-           "NODE_TYPES", "op_codes", "type_codes", "lookup_in_blocks"]
+           "NODE_TYPES", "op_codes", "type_codes", "lookup_in_blocks", "SegmentTable"]
 
 #: Node types of the paper (input, state, output, module invocation) and ``z``, the p-node a
 #: ZoomOut puts in place of an invocation's intermediate computation. Code 0 is "no type".
@@ -204,24 +204,84 @@ class Blob:
         return out
 
 
+class SegmentTable:
+    """The attributes every node of a segment shares, one row per segment: ``seg`` (int32),
+    ``execution`` and ``invocation`` (int64, -1 for none), and ``relation``, ``module``,
+    ``node``, ``column`` as int32 codes into ``strings`` (-1 for none).
+
+    >>> t = SegmentTable.from_rows([{"seg": 4, "module": "m", "execution": 2}, {"seg": 9, "relation": "R"}])
+    >>> t.seg.tolist(), t.codes["module"].tolist(), t.ints["execution"].tolist(), t.strings
+    ([4, 9], [1, -1], [2, -1], ['R', 'm'])
+    """
+
+    STRINGS = ("relation", "module", "node", "column")
+    INTS = ("execution", "invocation")
+
+    def __init__(self, seg: np.ndarray, codes: Mapping[str, np.ndarray], ints: Mapping[str, np.ndarray], strings: Sequence[str]) -> None:
+        self.seg = seg
+        self.codes = dict(codes)
+        self.ints = dict(ints)
+        self.strings = list(strings)
+
+    def __len__(self) -> int:
+        return len(self.seg)
+
+    @staticmethod
+    def from_rows(rows: Sequence[Mapping[str, Any]], strings: Sequence[str] = ()) -> "SegmentTable":
+        """A table of ``rows`` (dicts with ``seg`` and any of :data:`SEGMENT_ATTRIBUTES`),
+        coding new strings after ``strings``."""
+        known = list(strings)
+        code = {s: i for i, s in enumerate(known)}
+
+        def enc(v: Any) -> int:
+            if v is None:
+                return -1
+            v = str(v)
+            if v not in code:
+                code[v] = len(known)
+                known.append(v)
+            return code[v]
+
+        seg = np.array([int(r["seg"]) for r in rows], dtype=np.int32)
+        codes = {c: np.array([enc(r.get(c)) for r in rows], dtype=np.int32) for c in SegmentTable.STRINGS}
+        ints = {c: np.array([-1 if r.get(c) is None else int(r[c]) for r in rows], dtype=np.int64) for c in SegmentTable.INTS}
+        return SegmentTable(seg, codes, ints, known)
+
+    def decoded(self, name: str) -> np.ndarray:
+        """Attribute ``name`` of every row as plain values, plus a trailing None (row -1)."""
+        out = np.empty(len(self.seg) + 1, dtype=object)
+        if name in self.ints:
+            vals = self.ints[name]
+            out[:-1] = [None if v < 0 else v for v in np.asarray(vals).tolist()]
+        else:
+            lut = np.array([*self.strings, None], dtype=object)
+            out[:-1] = lut[np.asarray(self.codes[name], dtype=np.int64)]  # code -1: the trailing None
+        return out
+
+
 class Mapped(Attributes):
     """Attributes of a store's query-ready index: ``label``, ``value`` (JSON), ``tuple`` (JSON)
-    per node in :class:`Blob` s, ``seg`` per node, and :data:`SEGMENT_ATTRIBUTES` per segment
-    (``segments``: one dict per segment, looked up through the node's ``seg``)."""
+    per node in :class:`Blob` s, ``seg`` per node, and :data:`SEGMENT_ATTRIBUTES` per segment in
+    a :class:`SegmentTable`, reached through the node's ``seg``."""
 
-    def __init__(self, seg: np.ndarray, blobs: Mapping[str, Blob], segments: Sequence[Mapping[str, Any]]) -> None:
+    def __init__(self, seg: np.ndarray, blobs: Mapping[str, Blob], segments: SegmentTable) -> None:
         self.n = len(seg)
         self.seg = seg
         self.blobs = dict(blobs)
-        top = max([int(s["seg"]) for s in segments], default=0)
+        self.table = segments
+        top = int(np.max(segments.seg)) if len(segments) else 0
         self._row = np.full(top + 2, -1, dtype=np.int64)
-        for i, s in enumerate(segments):
-            self._row[int(s["seg"])] = i
-        self._table = {name: np.array([s.get(name) for s in segments] + [None], dtype=object) for name in SEGMENT_ATTRIBUTES}
+        self._row[np.asarray(segments.seg, dtype=np.int64)] = np.arange(len(segments), dtype=np.int64)
+        self._decoded: dict[str, np.ndarray] = {}
 
-    def _rows(self, pos: np.ndarray) -> np.ndarray:
-        segs = np.asarray(self.seg[np.asarray(pos, dtype=np.int64)], dtype=np.int64)
+    def _node_rows(self, pos: np.ndarray | None = None) -> np.ndarray:
+        segs = np.asarray(self.seg if pos is None else self.seg[np.asarray(pos, dtype=np.int64)], dtype=np.int64)
         return self._row[np.clip(segs, 0, len(self._row) - 1)]
+
+    def _values(self, name: str) -> np.ndarray:
+        if name not in self._decoded:
+            self._decoded[name] = self.table.decoded(name)
+        return self._decoded[name]
 
     def get(self, name: str, pos: np.ndarray) -> np.ndarray:
         pos = np.asarray(pos, dtype=np.int64)
@@ -230,7 +290,7 @@ class Mapped(Attributes):
             out[:] = np.asarray(self.seg[pos], dtype=np.int64).tolist()
             return out
         if name in SEGMENT_ATTRIBUTES:
-            return self._table[name][self._rows(pos)]
+            return self._values(name)[self._node_rows(pos)]
         blob = self.blobs.get(name)
         out = np.empty(len(pos), dtype=object)
         if blob is None:
@@ -242,20 +302,24 @@ class Mapped(Attributes):
             out[:] = strings
         return out
 
+    def _row_mask(self, name: str, wanted: set[Any]) -> np.ndarray:
+        """Which segment rows (plus the trailing no-segment row) have ``name`` in ``wanted``."""
+        t = self.table
+        if name in t.codes:
+            codes = [i for i, s in enumerate(t.strings) if s in wanted] + ([-1] if None in wanted else [])
+            good = np.isin(np.asarray(t.codes[name]), np.array(codes, dtype=np.int64))
+        else:
+            nums = [v for v in wanted if isinstance(v, int) and not isinstance(v, bool)] + ([-1] if None in wanted else [])
+            good = np.isin(np.asarray(t.ints[name]), np.array(nums, dtype=np.int64))
+        return np.append(good, None in wanted)
+
     def where(self, name: str, values: Iterable[Any]) -> np.ndarray:
         wanted = set(values)
-        if name in SEGMENT_ATTRIBUTES or name == "seg":
-            if name == "seg":
-                hit_rows = np.zeros(len(self._row), dtype=bool)
-                for v in wanted:
-                    if isinstance(v, int) and 0 <= v < len(self._row):
-                        hit_rows[v] = True
-                return hit_rows[np.clip(np.asarray(self.seg, dtype=np.int64), 0, len(self._row) - 1)]
-            table = self._table[name]
-            good = np.fromiter((v in wanted for v in table.tolist()), dtype=bool, count=len(table))
-            lut = np.zeros(len(self._row), dtype=bool)
-            lut[self._row >= 0] = good[self._row[self._row >= 0]]
-            return lut[np.clip(np.asarray(self.seg, dtype=np.int64), 0, len(self._row) - 1)]
+        if name == "seg":
+            nums = np.array([v for v in wanted if isinstance(v, int) and not isinstance(v, bool)], dtype=np.int64)
+            return np.isin(np.asarray(self.seg, dtype=np.int64), nums)
+        if name in SEGMENT_ATTRIBUTES:
+            return self._row_mask(name, wanted)[self._node_rows()]
         blob = self.blobs.get(name)
         if blob is not None and name != "value" and all(isinstance(v, str) for v in wanted):
             everything = np.arange(self.n, dtype=np.int64)
@@ -266,17 +330,15 @@ class Mapped(Attributes):
         return super().where(name, wanted)
 
     def int_column(self, name: str) -> np.ndarray:
-        segs = np.clip(np.asarray(self.seg, dtype=np.int64), 0, len(self._row) - 1)
         if name == "seg":
             return np.asarray(self.seg, dtype=np.int64)
-        if name in SEGMENT_ATTRIBUTES:
-            table = np.array([-1 if v is None else int(v) for v in self._table[name].tolist()], dtype=np.int64)
-            return table[self._row[segs]]  # row -1 is the trailing None
+        if name in self.table.ints:
+            return np.append(np.asarray(self.table.ints[name], dtype=np.int64), -1)[self._node_rows()]
         return super().int_column(name)
 
     def distinct(self, name: str, pos: np.ndarray | None = None) -> set[Any]:
         if name in SEGMENT_ATTRIBUTES and pos is None:
-            return {v for v in self._table[name].tolist() if v is not None}
+            return {v for v in self._values(name).tolist() if v is not None}
         return super().distinct(name, pos)
 
 

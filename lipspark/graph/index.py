@@ -377,6 +377,27 @@ class GraphIndex:
         """Position of each id (-1 where the graph has no such node)."""
         return lookup_in_blocks(self.ids, self.blocks, np.asarray(node_ids, dtype=np.int64))
 
+    def by_id(self, positions: Any) -> np.ndarray:
+        """``positions`` ordered by node id (how answers are listed, whatever the blocks)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        return positions[np.argsort(np.asarray(self.ids[positions]), kind="stable")]
+
+    def edges_among(self, positions: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Edges (source and target positions, with multiplicity) whose both ends are among
+        ``positions``, ordered by (source id, target id): read from the children of those nodes
+        only, never a pass over all edges."""
+        pos = np.unique(np.asarray(positions, dtype=np.int64))
+        kids = self.gather_children(pos)
+        owner = np.repeat(pos, np.diff(np.asarray(self.in_ptr))[pos] if len(pos) else np.zeros(0, np.int64))
+        if len(pos) and len(kids):
+            at = np.minimum(np.searchsorted(pos, kids), len(pos) - 1)
+            inside = pos[at] == kids
+        else:
+            inside = np.zeros(len(kids), dtype=bool)
+        src, dst = kids[inside], owner[inside]
+        order = np.lexsort((np.asarray(self.ids[dst]), np.asarray(self.ids[src])))
+        return src[order], dst[order]
+
     def position(self, node_id: int) -> int:
         """The position of a node id; :class:`~lipspark.errors.LipsparkError` if it is absent."""
         pos = int(self.lookup(np.array([node_id], dtype=np.int64))[0])

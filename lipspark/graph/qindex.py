@@ -13,8 +13,7 @@ file                dtype      per
 ``ids``             int64      node (sorted within its block)
 ``kind``/``op``/    int8       node: v-node?, :class:`~lipspark.vocabulary.Op`, node type
 ``type``
-``seg``             int32      node: its segment (relation, module, execution… are per segment
-                               in ``index.json``)
+``seg``             int32      node: its segment (relation, module, execution… are per segment)
 ``in_ptr``          int64      node + 1: edge slots into the node (children), grouped by target
 ``in_src``          int32      edge: source position (the slot is the edge's id)
 ``out_ptr``         int64      node + 1: edges from the node to nodes of its own block
@@ -53,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 import numpy as np
 
 from lipspark.errors import StoreError
-from lipspark.graph.attrs import SEGMENT_ATTRIBUTES, Blob, Mapped, _clean, lookup_in_blocks, op_codes, type_codes
+from lipspark.graph.attrs import SEGMENT_ATTRIBUTES, Blob, Mapped, SegmentTable, _clean, lookup_in_blocks, op_codes, type_codes
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -70,6 +69,8 @@ _ARRAYS: dict[str, tuple[str, str]] = {
     "xsrc": ("<i4", "cross"), "xdst": ("<i4", "cross"),
     "label.off": ("<i8", "node+1"), "value.off": ("<i8", "node+1"), "tuple.off": ("<i8", "node+1"),
     "label.dat": ("<u1", "label"), "value.dat": ("<u1", "value"), "tuple.dat": ("<u1", "tuple"),
+    "seg.seg": ("<i4", "segment"), "seg.execution": ("<i8", "segment"), "seg.invocation": ("<i8", "segment"),
+    "seg.relation": ("<i4", "segment"), "seg.module": ("<i4", "segment"), "seg.node": ("<i4", "segment"), "seg.column": ("<i4", "segment"),
 }
 _BLOBS = ("label", "value", "tuple")
 _MAX_POS = 2**31 - 1
@@ -78,9 +79,10 @@ _MAX_POS = 2**31 - 1
 # ---------------------------------------------------------------------------------- files
 def _lengths(meta: Mapping[str, Any]) -> dict[str, int]:
     """Committed entries of every array file after the last block."""
-    last: dict[str, Any] = meta["blocks"][-1] if meta["blocks"] else {"nodes": 0, "edges": 0, "out": 0, "cross": 0, "bytes": {b: 0 for b in _BLOBS}}
+    last: dict[str, Any] = meta["blocks"][-1] if meta["blocks"] else {"nodes": 0, "edges": 0, "out": 0, "cross": 0, "segments": 0,
+                                                                       "bytes": {b: 0 for b in _BLOBS}}
     per = {"node": last["nodes"], "node+1": last["nodes"] + 1, "edge": last["edges"], "out": last["out"], "cross": last["cross"],
-           **{b: last["bytes"][b] for b in _BLOBS}}
+           "segment": last["segments"], **{b: last["bytes"][b] for b in _BLOBS}}
     return {name: int(per[unit]) for name, (_, unit) in _ARRAYS.items()}
 
 
@@ -163,8 +165,9 @@ def open_index(path: str, meta: Mapping[str, Any] | None = None) -> MappedGraph:
             cross.append((a["xsrc"][start:b["cross"]], a["xdst"][start:b["cross"]]))
         start = b["cross"]
     blobs = {name: Blob(a[f"{name}.off"] if n else np.zeros(1, np.int64), a[f"{name}.dat"]) for name in _BLOBS}
-    segments = [s for b in meta["blocks"] for s in b["segments"]]
-    attrs = Mapped(a["seg"], blobs, segments)
+    table = SegmentTable(a["seg.seg"], {c: a[f"seg.{c}"] for c in SegmentTable.STRINGS},
+                         {c: a[f"seg.{c}"] for c in SegmentTable.INTS}, meta.get("strings", []))
+    attrs = Mapped(a["seg"], blobs, table)
     return MappedGraph(a["ids"], a["kind"].view(bool), a["op"], a["type"], a["in_ptr"], a["in_src"], attrs,
                        (a["out_ptr"], a["out_dst"]), cross, blocks)
 
@@ -276,6 +279,12 @@ def _append_locked(path: str, graph: str, nodes: "pd.DataFrame", edges: "pd.Data
         ends, data = blob_data[name]
         arrays[f"{name}.off"] = lengths[f"{name}.dat"] + ends
         arrays[f"{name}.dat"] = data
+    table = SegmentTable.from_rows(_segment_rows(nodes), meta.get("strings", []))
+    arrays["seg.seg"] = table.seg
+    for c in SegmentTable.STRINGS:
+        arrays[f"seg.{c}"] = table.codes[c]
+    for c in SegmentTable.INTS:
+        arrays[f"seg.{c}"] = table.ints[c]
     if not meta["blocks"]:  # the leading 0 of each ptr / offset array
         for name, (_, unit) in _ARRAYS.items():
             if unit == "node+1":
@@ -291,8 +300,8 @@ def _append_locked(path: str, graph: str, nodes: "pd.DataFrame", edges: "pd.Data
             os.fsync(fh.fileno())
     block = {"graph": graph, "check": dict(check), "nodes": base + n, "edges": last_edge,
              "out": lengths["out_dst"] + len(odst), "cross": lengths["xsrc"] + len(xs), "bytes": blocks_bytes,
-             "segments": _segment_rows(nodes)}
-    meta = {**meta, "blocks": [*meta["blocks"], block]}
+             "segments": lengths["seg.seg"] + len(table)}
+    meta = {**meta, "blocks": [*meta["blocks"], block], "strings": table.strings}
     _write_meta(path, meta)
     return meta
 

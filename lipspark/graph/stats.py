@@ -43,10 +43,13 @@ class GraphStats:
         return self.bytes / self.edges if self.edges else float("nan")
 
 
-def directory_bytes(path: str) -> int:
-    """Bytes of all data files under ``path`` (Spark's ``_SUCCESS``/checksum files excluded)."""
+def directory_bytes(path: str, *, skip: tuple[str, ...] = ()) -> int:
+    """Bytes of all data files under ``path`` (Spark's ``_SUCCESS``/checksum files excluded;
+    ``skip``: names of sub-directories of ``path`` not counted)."""
     total = 0
-    for root, _, files in os.walk(path):
+    for root, dirs, files in os.walk(path):
+        if root == path:
+            dirs[:] = [d for d in dirs if d not in skip]
         for f in files:
             if f.endswith(".crc") or f.startswith("_"):
                 continue
@@ -148,4 +151,4 @@ def graph_stats(path: str) -> GraphStats:
             )
         nodes += n
         edges += e
-    return GraphStats(nodes, edges, directory_bytes(path))
+    return GraphStats(nodes, edges, directory_bytes(path, skip=("index",)))  # the query-ready index is derived

@@ -190,7 +190,7 @@ def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
         if new is UNKNOWN or not _same(before, new):
             changed[pos] = new
             out.append(ValueChange(int(g.ids[pos]), g.label(pos), before, new))
-    return out
+    return sorted(out, key=lambda c: c.node)  # listed by node id (the order of positions depends on the blocks)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -216,8 +216,8 @@ def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True) -> Delet
     return DeletionResult(
         graph=g,
         removed=removed,
-        removed_ids=g.ids[gone],
-        surviving_outputs=g.ids[is_out & ~removed],
-        removed_outputs=g.ids[out_gone],
+        removed_ids=np.sort(g.ids[gone]),
+        surviving_outputs=np.sort(g.ids[is_out & ~removed]),
+        removed_outputs=np.sort(g.ids[out_gone]),
         values=changes,
     )

@@ -282,14 +282,14 @@ class Session:
         return self._view_result(stmt, "back to the captured graph")
 
     def _delete(self, stmt: ast.Delete) -> Result:
-        pos = np.unique(np.concatenate([self._resolve(s) for s in stmt.targets]))
+        pos = self.view.by_id(np.unique(np.concatenate([self._resolve(s) for s in stmt.targets])))
         ids = self.view.ids[pos]
         before = self.view
         r = delete(before, ids)
         self.view = r.view
         self._ops.append(("delete", tuple(int(i) for i in ids)))
-        survivors = before.positions(r.surviving_outputs)
-        gone = before.positions(r.removed_outputs)
+        survivors = before.by_id(before.positions(r.surviving_outputs))
+        gone = before.by_id(before.positions(r.removed_outputs))
         out_cols = ["id", "module", "execution", "relation", "tuple"]
         values = []
         for c in r.values:
@@ -307,7 +307,7 @@ class Session:
 
     # ------------------------------------------------------------------ reading statements
     def _nodes(self, stmt: ast.Statement, positions: np.ndarray, kind: str, what: str, focus: np.ndarray | None = None) -> Result:
-        rows = node_rows(self.view, positions)
+        rows = node_rows(self.view, self.view.by_id(positions))
         shown = positions if focus is None else np.union1d(positions, focus)
         return Result(str(stmt), kind, rows=rows, summary=f"{len(rows)} {what}", columns=_NODE_COLS, graph=self.view, nodes=shown)
 
@@ -324,10 +324,8 @@ class Session:
 
     def _subgraph(self, stmt: ast.Subgraph) -> Result:
         pos = subgraph_positions(self.view, [self._one(stmt.target, "subgraph")])
-        member = np.zeros(len(self.view), dtype=bool)
-        member[pos] = True
-        em = member[self.view.src] & member[self.view.dst]
-        edges = [{"src": int(s), "dst": int(d)} for s, d in zip(self.view.ids[self.view.src[em]], self.view.ids[self.view.dst[em]])]
+        es, ed = self.view.edges_among(pos)
+        edges = [{"src": int(s), "dst": int(d)} for s, d in zip(self.view.ids[es].tolist(), self.view.ids[ed].tolist())]
         r = self._nodes(stmt, pos, "subgraph", "node(s)")
         r.summary += f", {len(edges)} edge(s)"
         r.extra["edges"] = edges

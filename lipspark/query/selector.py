@@ -146,7 +146,11 @@ def _values(g: GraphIndex, sel: ValueSel, base: np.ndarray) -> np.ndarray:
 
 
 def resolve(g: GraphIndex, sel: Selector) -> np.ndarray:
-    """Positions of the nodes ``sel`` selects in the view ``g`` (at least one, sorted)."""
+    """Positions of the nodes ``sel`` selects in the view ``g`` (at least one), in node-id order."""
+    return g.by_id(_resolve(g, sel))
+
+
+def _resolve(g: GraphIndex, sel: Selector) -> np.ndarray:
     if isinstance(sel, NodeSel):
         if not g.contains(sel.id):
             raise _fail(sel, f"no node {sel.id} in this view" + _hidden_hint(g))

@@ -34,12 +34,12 @@ __all__ = ["ancestors", "descendants", "subgraph", "depends", "subgraph_position
 
 def ancestors(g: GraphIndex, node: int) -> np.ndarray:
     """Ids of the nodes with a path to ``node`` (the backward trace), sorted."""
-    return g.ids[g.ancestors(g.position(node))]
+    return np.sort(g.ids[g.ancestors(g.position(node))])
 
 
 def descendants(g: GraphIndex, node: int) -> np.ndarray:
     """Ids of the nodes reachable from ``node`` (the forward trace), sorted."""
-    return g.ids[g.descendants(g.position(node))]
+    return np.sort(g.ids[g.descendants(g.position(node))])
 
 
 def subgraph_positions(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
@@ -53,7 +53,7 @@ def subgraph_positions(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
 
 def subgraph(g: GraphIndex, node: int) -> np.ndarray:
     """Ids of the subgraph of ``node``: ancestors, descendants and siblings of descendants."""
-    return g.ids[subgraph_positions(g, [g.position(node)])]
+    return np.sort(g.ids[subgraph_positions(g, [g.position(node)])])
 
 
 def depends(g: GraphIndex, node: int, on: Iterable[int]) -> bool:
