@@ -278,6 +278,16 @@ class Mapped(Attributes):
         segs = np.asarray(self.seg if pos is None else self.seg[np.asarray(pos, dtype=np.int64)], dtype=np.int64)
         return self._row[np.clip(segs, 0, len(self._row) - 1)]
 
+    def _per_node(self, per_row: np.ndarray) -> np.ndarray:
+        """``per_row`` (one entry per segment row, plus the no-segment row) for every node: one
+        gather through a per-segment-number table, no array of the graph's size but the result."""
+        rows = self._row
+        by_seg = per_row[np.where(rows >= 0, rows, len(per_row) - 1)]
+        seg = np.asarray(self.seg)
+        if len(seg) and (int(seg.min()) < 0 or int(seg.max()) >= len(by_seg)):
+            seg = np.clip(seg, 0, len(by_seg) - 1)
+        return by_seg[seg]
+
     def _values(self, name: str) -> np.ndarray:
         if name not in self._decoded:
             self._decoded[name] = self.table.decoded(name)
@@ -319,7 +329,7 @@ class Mapped(Attributes):
             nums = np.array([v for v in wanted if isinstance(v, int) and not isinstance(v, bool)], dtype=np.int64)
             return np.isin(np.asarray(self.seg, dtype=np.int64), nums)
         if name in SEGMENT_ATTRIBUTES:
-            return self._row_mask(name, wanted)[self._node_rows()]
+            return self._per_node(self._row_mask(name, wanted))
         blob = self.blobs.get(name)
         if blob is not None and name != "value" and all(isinstance(v, str) for v in wanted):
             everything = np.arange(self.n, dtype=np.int64)
@@ -333,7 +343,7 @@ class Mapped(Attributes):
         if name == "seg":
             return np.asarray(self.seg, dtype=np.int64)
         if name in self.table.ints:
-            return np.append(np.asarray(self.table.ints[name], dtype=np.int64), -1)[self._node_rows()]
+            return self._per_node(np.append(np.asarray(self.table.ints[name], dtype=np.int64), -1))
         return super().int_column(name)
 
     def distinct(self, name: str, pos: np.ndarray | None = None) -> set[Any]:

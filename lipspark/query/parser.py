@@ -143,7 +143,30 @@ def parse(text: str, source: str = "<query>") -> list[Statement]:
 def _lark() -> Lark:
     grammar = files("lipspark.query").joinpath("grammar.lark").read_text(encoding="utf-8")
     return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True,
-                maybe_placeholders=True)
+                maybe_placeholders=True, cache=_cache_file(grammar))
+
+
+def _cache_file(grammar: str) -> str | bool:
+    """Where lark keeps the analysed grammar between processes (building it costs ~0.25 s, a
+    whole cold query's budget): a file in the user's own cache directory (mode 0700 — lark's
+    cache is a pickle, never read from a directory others can write), named by the grammar's
+    and lark's versions. False (no cache) when that directory cannot be made."""
+    import hashlib
+    import os
+
+    import lark
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    d = os.path.join(base, "lipspark")
+    try:
+        os.makedirs(d, mode=0o700, exist_ok=True)
+        st = os.stat(d)
+        if st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return False
+    except OSError:
+        return False
+    key = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:16]
+    return os.path.join(d, f"query-grammar-{key}.lark-cache")
 
 
 # ---- errors ----------------------------------------------------------------------------

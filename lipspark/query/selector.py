@@ -104,9 +104,9 @@ def _tuples(g: GraphIndex, sel: TupleSel) -> np.ndarray:
             raise _fail(sel, f"no {sel.kind} of {sel.relation} in module {sel.module!r} (found in: {', '.join(found) or 'no module'})" + _hidden_hint(g, sel.module))
         mask = by_module
     if sel.execution is not None:
-        ex = g.int_column("execution")
         # base tuples of a module's initial state belong to every execution
-        mask &= (ex == sel.execution) | ((ex == -1) & (sel.kind == "tuple"))
+        in_exec = g.where("execution", [sel.execution])
+        mask &= (in_exec | g.where("execution", [None])) if sel.kind == "tuple" else in_exec
         if not mask.any():
             raise _fail(sel, f"nothing in execution {sel.execution}")
     out = _match(g, np.flatnonzero(mask), sel.conditions, sel)
@@ -167,7 +167,7 @@ def _resolve(g: GraphIndex, sel: Selector) -> np.ndarray:
             known = sorted({str(m) for m in g.distinct("module", np.flatnonzero(is_inv))})
             raise _fail(sel, f"no module {sel.module!r} (modules: {', '.join(known) or 'none'})")
         if sel.execution is not None:
-            mask &= g.int_column("execution") == sel.execution
+            mask &= g.where("execution", [sel.execution])
             if not mask.any():
                 raise _fail(sel, f"module {sel.module} was not invoked in execution {sel.execution}")
         return np.flatnonzero(mask)

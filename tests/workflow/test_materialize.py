@@ -39,8 +39,9 @@ DEFINITION = WorkflowDefinition("noisy", build, lambda spark, p: {},
 def same_graph(a: GraphIndex, b: GraphIndex) -> None:
     assert np.array_equal(a.ids, b.ids)
     assert np.array_equal(a.in_ptr, b.in_ptr) and np.array_equal(a.in_src, b.in_src)
-    assert list(a.labels) == list(b.labels) and np.array_equal(a.label_code, b.label_code)
+    assert a.column("label").tolist() == b.column("label").tolist()
     assert np.array_equal(a.type_code, b.type_code)
+    assert a.same_as(b)
 
 
 def test_deferred_run_replays_into_the_eager_graph(spark, ledger_runs, tmp_path):
