@@ -189,8 +189,21 @@ class Session:
 
     def __init__(self, graph: GraphIndex | str) -> None:
         self.base = GraphIndex.load(graph) if isinstance(graph, str) else graph
-        self.view = self.base
+        self._view: GraphIndex = self.base
+        self._pending: Callable[[], GraphIndex] | None = None
         self._ops: list[tuple[str, Any]] = []
+
+    @property
+    def view(self) -> GraphIndex:
+        """The working view. After a ``delete`` it is built when first needed (a pass over the
+        graph), so a session that ends with the deletion does not pay for it."""
+        if self._pending is not None:
+            self._view, self._pending = self._pending(), None
+        return self._view
+
+    @view.setter
+    def view(self, g: GraphIndex) -> None:
+        self._view, self._pending = g, None
 
     # ------------------------------------------------------------------ running
     def run(self, text: str, source: str = "<query>") -> list[Result]:
@@ -286,7 +299,7 @@ class Session:
         ids = self.view.ids[pos]
         before = self.view
         r = delete(before, ids)
-        self.view = r.view
+        self._pending = lambda: r.view
         self._ops.append(("delete", tuple(int(i) for i in ids)))
         survivors = before.by_id(before.positions(r.surviving_outputs))
         gone = before.by_id(before.positions(r.removed_outputs))

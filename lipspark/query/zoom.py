@@ -130,12 +130,20 @@ def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
         masks[m] = _hidden(g, invocations[m])
         hidden_all |= masks[m]
     gsrc, gdst, geid = g.src, g.dst, g.eid
-    edge_hidden = hidden_all[gsrc] | hidden_all[gdst]
+    # which module hides each node (their hidden sets are disjoint: each is what its own
+    # invocations computed), so every edge is classified with two gathers, not two per module
+    owner = np.full(len(g), -1, dtype=np.int16)
+    for i, m in enumerate(modules):
+        owner[masks[m]] = i
+    if int((owner >= 0).sum()) != sum(int(masks[m].sum()) for m in modules):
+        raise QueryError(f"cannot zoom out {', '.join(modules)} together: their intermediate computations overlap; zoom them out one at a time")
+    own_src, own_dst = owner[gsrc], owner[gdst]
+    edge_hidden = (own_src >= 0) | (own_dst >= 0)
     records = dict(g.zoom)
     new_nodes, e_src, e_dst = [], [], []
-    for m in modules:
+    for i, m in enumerate(modules):
         mask = masks[m]
-        touch = mask[gsrc] | mask[gdst]
+        touch = (own_src == i) | (own_dst == i)
         records[m] = ZoomRecord(m, g.take(np.flatnonzero(mask)), g.ids[gsrc[touch]], g.ids[gdst[touch]], geid[touch])
         inv = invocations[m]
         zid = np.array([zoom_id(i) for i in g.ids[inv].tolist()], dtype=np.int64)
