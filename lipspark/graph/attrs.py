@@ -124,6 +124,12 @@ class Attributes(ABC):
         col = self.get(name, np.arange(self.n, dtype=np.int64))
         return np.fromiter((v in wanted for v in col.tolist()), dtype=bool, count=len(col))
 
+    def segment_rows(self, conditions: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:
+        """(segment numbers, their blocks) of the segments whose :data:`SEGMENT_ATTRIBUTES` match
+        every condition (attribute -> allowed values), or None when this source has no segment
+        table (then callers filter nodes one by one)."""
+        return None
+
     def int_column(self, name: str) -> np.ndarray:
         """An integer attribute (:data:`NUMERIC`) of every node as int64, -1 where missing."""
         vals = self.get(name, np.arange(self.n, dtype=np.int64)).tolist()
@@ -264,11 +270,13 @@ class Mapped(Attributes):
     per node in :class:`Blob` s, ``seg`` per node, and :data:`SEGMENT_ATTRIBUTES` per segment in
     a :class:`SegmentTable`, reached through the node's ``seg``."""
 
-    def __init__(self, seg: np.ndarray, blobs: Mapping[str, Blob], segments: SegmentTable) -> None:
+    def __init__(self, seg: np.ndarray, blobs: Mapping[str, Blob], segments: SegmentTable, row_block: np.ndarray | None = None) -> None:
         self.n = len(seg)
         self.seg = seg
         self.blobs = dict(blobs)
         self.table = segments
+        #: the block of each segment row (segments are numbered per execution, one block each)
+        self.row_block = np.zeros(len(segments), dtype=np.int64) if row_block is None else row_block
         top = int(np.max(segments.seg)) if len(segments) else 0
         self._row = np.full(top + 2, -1, dtype=np.int64)
         self._row[np.asarray(segments.seg, dtype=np.int64)] = np.arange(len(segments), dtype=np.int64)
@@ -322,6 +330,15 @@ class Mapped(Attributes):
             nums = [v for v in wanted if isinstance(v, int) and not isinstance(v, bool)] + ([-1] if None in wanted else [])
             good = np.isin(np.asarray(t.ints[name]), np.array(nums, dtype=np.int64))
         return np.append(good, None in wanted)
+
+    def segment_rows(self, conditions: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:
+        keep = np.ones(len(self.table), dtype=bool)
+        for name, values in conditions.items():
+            if name not in SEGMENT_ATTRIBUTES:
+                return None
+            keep &= self._row_mask(name, set(values))[:-1]
+        rows = np.flatnonzero(keep)
+        return np.asarray(self.table.seg, dtype=np.int64)[rows], self.row_block[rows]
 
     def where(self, name: str, values: Iterable[Any]) -> np.ndarray:
         wanted = set(values)

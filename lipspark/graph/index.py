@@ -43,6 +43,7 @@ import numpy as np
 from lipspark.errors import LipsparkError, StoreError
 from lipspark.graph.attrs import ATTRIBUTES, NODE_TYPES, Attributes, Columns, Derived, lookup_in_blocks, op_codes, type_codes
 from lipspark.vocabulary import Op, Segment
+from lipspark.vocabulary.ids import positional
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -388,7 +389,7 @@ class GraphIndex:
         only, never a pass over all edges."""
         pos = np.unique(np.asarray(positions, dtype=np.int64))
         kids = self.gather_children(pos)
-        owner = np.repeat(pos, np.diff(np.asarray(self.in_ptr))[pos] if len(pos) else np.zeros(0, np.int64))
+        owner = np.repeat(pos, np.asarray(self.in_ptr[pos + 1] - self.in_ptr[pos], dtype=np.int64))
         if len(pos) and len(kids):
             at = np.minimum(np.searchsorted(pos, kids), len(pos) - 1)
             inside = pos[at] == kids
@@ -397,6 +398,28 @@ class GraphIndex:
         src, dst = kids[inside], owner[inside]
         order = np.lexsort((np.asarray(self.ids[dst]), np.asarray(self.ids[src])))
         return src[order], dst[order]
+
+    def segment_nodes(self, conditions: dict[str, list[Any]]) -> np.ndarray | None:
+        """Positions (sorted) of the nodes with *positional* ids (tokens, invocation and boundary
+        nodes: ``segment << SEGMENT_SHIFT | ordinal``) of the segments whose attributes match
+        ``conditions`` (relation, module, node, execution, invocation, column -> allowed values).
+        Read from id ranges in the segments' blocks, so its cost is the answer's, not the
+        graph's; None when the attribute source has no segment table (filter with :meth:`where`)."""
+        found = self.attrs_source.segment_rows(conditions)
+        if found is None:
+            return None
+        segs, blocks = found
+        seg_of = getattr(self.attrs_source, "seg", None)
+        parts = []
+        for seg, b in zip(segs.tolist(), blocks.tolist()):
+            lo, hi = int(self.blocks[b]), int(self.blocks[b + 1])
+            part = self.ids[lo:hi]
+            i, j = np.searchsorted(part, [positional(seg, 0), positional(seg + 1, 0)])
+            cand = np.arange(lo + int(i), lo + int(j), dtype=np.int64)
+            if seg_of is not None:
+                cand = cand[np.asarray(seg_of[cand]) == seg]  # a content id may fall in the range
+            parts.append(cand)
+        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
     def position(self, node_id: int) -> int:
         """The position of a node id; :class:`~lipspark.errors.LipsparkError` if it is absent."""
@@ -616,30 +639,39 @@ class GraphIndex:
         return self._closure(self.gather_parents, seeds, stop)
 
     def topological(self, positions: np.ndarray) -> np.ndarray:
-        """``positions`` ordered so that every node comes after its children (Kahn, vectorized)."""
+        """``positions`` ordered so that every node comes after its children (Kahn, vectorized;
+        arrays the size of ``positions``, not of the graph)."""
         positions = np.unique(np.asarray(positions, dtype=np.int64))
-        member = np.zeros(len(self.ids), dtype=bool)
-        member[positions] = True
+        k = len(positions)
+        if not k:
+            return positions
+
+        def local(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            at = np.minimum(np.searchsorted(positions, p), k - 1)
+            return at, positions[at] == p
+
+        ptr = self.in_ptr
+        degree = np.asarray(ptr[positions + 1] - ptr[positions], dtype=np.int64)
         kids = self.gather_children(positions)
-        owner = np.repeat(positions, np.diff(self.in_ptr)[positions])
-        inside = member[kids]
-        pending = np.zeros(len(self.ids), dtype=np.int64)
-        np.add.at(pending, owner[inside], 1)
+        owner = np.repeat(np.arange(k, dtype=np.int64), degree)
+        _, inside = local(kids)
+        pending = np.bincount(owner[inside], minlength=k)
         out: list[np.ndarray] = []
-        frontier = positions[pending[positions] == 0]
+        frontier = np.flatnonzero(pending == 0)
+        done = 0
         while len(frontier):
-            out.append(frontier)
-            ups = self.gather_parents(frontier)
-            ups = ups[member[ups]]
-            if not len(ups):
+            out.append(positions[frontier])
+            done += len(frontier)
+            at, ok = local(self.gather_parents(positions[frontier]))
+            at = at[ok]
+            if not len(at):
                 break
-            u, c = np.unique(ups, return_counts=True)
+            u, c = np.unique(at, return_counts=True)
             pending[u] -= c
             frontier = u[pending[u] == 0]
-        order = np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
-        if len(order) != len(positions):
+        if done != k:
             raise StoreError("the provenance graph has a cycle; it is corrupt")
-        return order
+        return np.concatenate(out)
 
     # ------------------------------------------------------------------ export
     def edge_frame(self) -> "pd.DataFrame":

@@ -169,7 +169,9 @@ def open_index(path: str, meta: Mapping[str, Any] | None = None) -> MappedGraph:
     blobs = {name: Blob(a[f"{name}.off"] if n else np.zeros(1, np.int64), a[f"{name}.dat"]) for name in _BLOBS}
     table = SegmentTable(a["seg.seg"], {c: a[f"seg.{c}"] for c in SegmentTable.STRINGS},
                          {c: a[f"seg.{c}"] for c in SegmentTable.INTS}, meta.get("strings", []))
-    attrs = Mapped(a["seg"], blobs, table)
+    ends = np.array([b["segments"] for b in meta["blocks"]], dtype=np.int64)
+    row_block = np.searchsorted(ends, np.arange(len(table), dtype=np.int64), side="right")
+    attrs = Mapped(a["seg"], blobs, table, row_block)
     return MappedGraph(a["ids"], a["kind"].view(bool), a["op"], a["type"], a["in_ptr"], a["in_src"], attrs,
                        (a["out_ptr"], a["out_dst"]), cross, blocks)
 

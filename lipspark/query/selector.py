@@ -85,7 +85,27 @@ def _match(g: GraphIndex, cand: np.ndarray, conds: tuple[Condition, ...], sel: T
     return cand[keep]
 
 
+def _tuples_fast(g: GraphIndex, sel: TupleSel) -> np.ndarray | None:
+    """The tuple, input, state or output nodes ``sel`` names, found through the segment table
+    (their ids are positional); None to take the general path (which also explains a miss)."""
+    conds: dict[str, list[Any]] = {"relation": [sel.relation]}
+    if sel.module is not None:
+        conds["module"] = [sel.module]
+    if sel.execution is not None:
+        conds["execution"] = [sel.execution, None] if sel.kind == "tuple" else [sel.execution]
+    cand = g.segment_nodes(conds)
+    if cand is None or not len(cand):
+        return None
+    op = np.asarray(g.op)[cand]
+    cand = cand[op == Op.TOKEN] if sel.kind == "tuple" else cand[(op == _BOUNDARY_OP[sel.kind]) & ~np.asarray(g.is_v)[cand]]
+    out = _match(g, cand, sel.conditions, sel) if len(cand) else cand
+    return out if len(out) else None
+
+
 def _tuples(g: GraphIndex, sel: TupleSel) -> np.ndarray:
+    fast = _tuples_fast(g, sel)
+    if fast is not None:
+        return fast
     mask = g.where("relation", [sel.relation])
     if not mask.any():
         known = sorted({str(r) for r in g.distinct("relation") if isinstance(r, str)})
