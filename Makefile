@@ -29,6 +29,7 @@ bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/micro.py
 	$(BIN)/python benchmarks/car_dealership.py
 	$(BIN)/python benchmarks/queries.py   # needs graphs/car_dealership-demo (make demo)
+	$(BIN)/python benchmarks/cold_queries.py   # the same, as whole processes on mapped stores
 	$(BIN)/lipspark bench                 # WorkflowGen: car dealership + Arctic stations (long)
 
 clean:
