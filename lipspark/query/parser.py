@@ -213,7 +213,7 @@ def _describe_expected(terminals: set[str]) -> str:
     for name in terminals:
         if name in _FRIENDLY:
             items.add(_FRIENDLY[name])
-        elif name not in lark.ignore_tokens:
+        elif name not in lark.lexer_conf.ignore:  # (a Lark loaded from its cache has no ignore_tokens)
             try:
                 pattern = lark.get_terminal(name).pattern
             except KeyError:

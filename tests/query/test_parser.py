@@ -540,3 +540,28 @@ def test_grammar_ships_as_package_data():
 
 def test_parser_is_built_once():
     assert _lark() is _lark()
+
+
+def test_the_analysed_grammar_is_cached_privately(tmp_path, monkeypatch):
+    """lark's cache is a pickle: kept in the user's own 0700 directory, refused anywhere others
+    can write; a parser loaded from it reports errors exactly as a fresh one."""
+    import os
+
+    from lipspark.query import parser as p
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    grammar = "start: \"x\""
+    path = p._cache_file(grammar)
+    assert isinstance(path, str) and os.path.dirname(path) == str(tmp_path / "lipspark")
+    assert os.stat(tmp_path / "lipspark").st_mode & 0o777 == 0o700
+    os.chmod(tmp_path / "lipspark", 0o777)
+    assert p._cache_file(grammar) is False
+    os.chmod(tmp_path / "lipspark", 0o700)
+    p._lark.cache_clear()
+    try:
+        first = syntax_error("zoomout dealer1 foo")
+        p._lark.cache_clear()  # the second build loads the cache file the first wrote
+        assert [f for f in os.listdir(tmp_path / "lipspark") if f.startswith("query-grammar-")]
+        assert str(syntax_error("zoomout dealer1 foo")) == str(first)
+    finally:
+        p._lark.cache_clear()

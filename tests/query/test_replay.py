@@ -110,6 +110,7 @@ def test_ledger_deletion_matches_rerun(spark, ledger_graph, tmp_path, dep):
     assert predicted == rerun_outputs(spark, rerun)
 
 
+@pytest.mark.slow  # 80 s of re-runs: with the slow cases (make test-slow, CI); the ledger oracle above runs always
 def test_car_dealership_deletion_matches_rerun_where_determined(spark, car_runs, tmp_path):
     definition = load_definition(CARS)
     params = {**definition.params, **CAR_PARAMS}
