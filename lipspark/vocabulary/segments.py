@@ -36,13 +36,17 @@ from lipspark.errors import StoreError
 from lipspark.vocabulary.ops import Op
 
 __all__ = [
-    "FORMAT_VERSION", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
+    "FORMAT_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
     "BOUNDARY_ROLES", "BASE_ID",
 ]
 
-#: Version of the graph layout (manifest ``version``); readers refuse other versions.
+#: Version of the graph layout (manifest ``version``) that capture writes.
 FORMAT_VERSION = 1
+#: The versions readers accept (version 1 graphs are read in their own layout); others are refused.
+READABLE_VERSIONS = (1, 2)
+#: Column of a combined table (version 2) holding the segment number of each row.
+SEG_COLUMN = "seg"
 #: A boundary segment's role: module input, state read, output, state written (the · node
 #: over a new state tuple's factors, when it has several) and an output value column.
 BOUNDARY_ROLES = ("i", "s", "o", "collapse", "vo")
