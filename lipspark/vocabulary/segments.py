@@ -41,8 +41,11 @@ __all__ = [
     "BOUNDARY_ROLES", "BASE_ID",
 ]
 
-#: Version of the graph layout (manifest ``version``) that capture writes.
-FORMAT_VERSION = 1
+#: Version of the graph layout (manifest ``version``) that capture writes. Version 2 stores the
+#: tables of one kind of all segments in one file with a segment column; version 1 had a
+#: directory per segment, and a version-1 reader would take a version-2 file for one segment's
+#: rows, hence the new number.
+FORMAT_VERSION = 2
 #: The versions readers accept (version 1 graphs are read in their own layout); others are refused.
 READABLE_VERSIONS = (1, 2)
 #: Column of a combined table (version 2) holding the segment number of each row.
