@@ -28,9 +28,6 @@ def default_conf(shuffle_partitions: int = 4) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.parquet.compression.codec": "zstd",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
-        # graph tables of many operations are written by one partitioned job: keep a writer per
-        # partition open instead of sorting all rows by partition first
-        "spark.sql.maxConcurrentOutputFileWriters": "64",
     }
 
 

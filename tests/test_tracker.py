@@ -106,7 +106,7 @@ def test_write_graph_and_stats(spark, tmp_path):
     keyless = r.filter(F.col("id") > 99).agg(F.sum("v").alias("s"))  # keyless over no rows: δ and Sum exist
     out.collect(), empty.collect(), keyless.collect()
     manifest = t.write(str(tmp_path / "g"))
-    assert manifest["version"] == 1 and len(manifest["segments"]) == 4
+    assert manifest["version"] == 2 and len(manifest["segments"]) == 4
     g = t.graph()
     stats = graph_stats(str(tmp_path / "g"))
     assert (stats.nodes, stats.edges) == (len(g), g.num_edges)

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from lipspark.errors import AnnotationError
 from lipspark.vocabulary.ids import check_segment
-from lipspark.vocabulary.segments import FORMAT_VERSION, Segment
+from lipspark.vocabulary.segments import FORMAT_VERSION, SEG_COLUMN, Segment
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -107,8 +107,11 @@ class GraphBuilder:
         """Write every segment as Parquet under ``path`` plus a ``manifest.json``.
 
         Tables of the same name (all ``members``, all ``nodes``) are written together by one
-        Spark job, partitioned by segment, so a graph costs one job per table kind rather than
-        one per operation. Returns the manifest. ``path`` must not exist yet or be empty.
+        Spark job into one file, ``path/<name>/part-*.parquet``, with the segment number as
+        column ``seg`` and the rows in segment order: a graph costs one job and one file per
+        table kind rather than one per operation (a Parquet file's footer and column metadata
+        outweigh the few hundred rows of a typical segment). Returns the manifest. ``path``
+        must not exist yet or be empty.
         """
         if os.path.exists(path) and os.listdir(path):
             raise AnnotationError(f"refusing to write a graph into non-empty directory {path!r}")
@@ -124,34 +127,52 @@ class GraphBuilder:
                     df.write.mode("errorifexists").parquet(os.path.join(path, rel))
                     entries[seg]["tables"][name] = {"path": rel}
             else:
-                _write_partitioned(path, name, parts, entries)
+                _write_combined(path, name, parts, entries)
         manifest: dict[str, Any] = {"format": "lipspark-graph", "version": FORMAT_VERSION,
                                     "segments": [entries[s.seg] for s in self._segments]}
         os.makedirs(path, exist_ok=True)
         with open(os.path.join(path, "manifest.json"), "w") as fh:
-            json.dump(manifest, fh, indent=1)
+            fh.write(_manifest_text(manifest))
         return manifest
 
 
-def _write_partitioned(path: str, name: str, parts: list[tuple[int, DataFrame]], entries: dict[int, dict[str, Any]]) -> None:
-    """Write the tables called ``name`` of several segments with one job, partitioned by segment.
+def _write_combined(path: str, name: str, parts: list[tuple[int, DataFrame]], entries: dict[int, dict[str, Any]]) -> None:
+    """Write the tables called ``name`` of several segments with one job into one file.
 
-    Argument columns ``x<i>`` are typed per segment, so each is stored as ``x<i>_<type>`` and the
-    manifest maps it back."""
+    The rows of all segments go into ``path/<name>/`` with their segment number in column
+    :data:`SEG_COLUMN`, in segment order (a union coalesced into one partition keeps its
+    children's order, and no sort is needed); the manifest entry of each segment says so with
+    ``seg_column``. Argument columns ``x<i>`` are typed per segment, so each is stored as
+    ``x<i>_<type>`` and the entry's ``columns`` maps it back."""
     from pyspark.sql import functions as F
 
     frames = []
     for seg, df in parts:
         renamed = {c: f"{c}_{_type_code(df.schema[c].dataType)}" for c in df.columns if c.startswith("x")}
-        frames.append(df.select(F.lit(seg).alias("seg"), *[F.col(c).alias(renamed.get(c, c)) for c in df.columns]))
-        entries[seg]["tables"][name] = {"path": f"{name}/seg={seg}", "columns": {v: k for k, v in renamed.items()}}
-    if len(frames) == 1:  # one segment: no partitioned writer (it would sort every row)
-        frames[0].drop("seg").write.mode("errorifexists").parquet(os.path.join(path, name, f"seg={parts[0][0]}"))
-        return
+        frames.append(df.select(F.lit(seg).alias(SEG_COLUMN), *[F.col(c).alias(renamed.get(c, c)) for c in df.columns]))
+        entries[seg]["tables"][name] = {"path": name, "seg_column": SEG_COLUMN, "columns": {v: k for k, v in renamed.items()}}
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
-    union.write.mode("errorifexists").partitionBy("seg").parquet(os.path.join(path, name))
-    for seg, _ in parts:  # a segment with no rows gets no partition directory
-        os.makedirs(os.path.join(path, name, f"seg={seg}"), exist_ok=True)
+    # one partition, hence one file (Spark writes it even without rows, so the columns are known)
+    union.coalesce(1).write.mode("errorifexists").parquet(os.path.join(path, name))
+
+
+def _manifest_text(manifest: dict[str, Any]) -> str:
+    """The manifest as JSON with one segment per line and no other white space: in the Arctic
+    workflows the manifest is most of a graph's bytes (hundreds of boundary segments with their
+    files), and indentation made it 40% larger.
+
+    >>> print(_manifest_text({"format": "f", "version": 2, "segments": [{"seg": 1}, {"seg": 2, "meta": {}}]}), end="")
+    {"format":"f","version":2,"segments":[
+    {"seg":1},
+    {"seg":2,"meta":{}}
+    ]}
+    """
+    def dump(x: Any) -> str:
+        return json.dumps(x, separators=(",", ":"))
+
+    head = dump({k: v for k, v in manifest.items() if k != "segments"})[:-1]
+    segments = ",\n".join(dump(s) for s in manifest["segments"])
+    return f'{head},"segments":[\n{segments}\n]}}\n' if segments else f'{head},"segments":[]}}\n'
 
 
 def _type_code(dtype: Any) -> str:

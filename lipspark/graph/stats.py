@@ -1,9 +1,10 @@
 """Size of a written graph (nodes, edges, bytes) read from its compact tables, without expanding.
 
 :func:`graph_stats` counts exactly the nodes and edges :func:`~lipspark.graph.expand.expand_segments`
-makes from the same segments (a test checks it against the loaded graph), reading only the
+makes from the same segments (a test checks it against the loaded graph), using only the
 columns it needs: per group the members' group and member ids, factors and argument null counts;
-per row-node segment the ids and their children lists.
+per row-node segment the ids and their children lists. Each table shared by the segments of a
+graph directory is read once (:class:`~lipspark.store.manifest.TableReader`).
 
 >>> from lipspark.graph.stats import GraphStats
 >>> GraphStats(nodes=3, edges=2, bytes=48).bytes_per_edge
@@ -23,7 +24,7 @@ import pyarrow.parquet as pq
 from lipspark.vocabulary.columns import factor
 from lipspark.errors import StoreError
 from lipspark.graph.expand import TOKEN_ID, local_path
-from lipspark.store.manifest import read_manifest
+from lipspark.store.manifest import TableReader, read_manifest
 from lipspark.vocabulary import BaseSegment, GroupSegment, Op, RowNodeSegment, Segment
 
 __all__ = ["GraphStats", "graph_stats", "directory_bytes"]
@@ -57,44 +58,30 @@ def directory_bytes(path: str, *, skip: tuple[str, ...] = ()) -> int:
     return total
 
 
-def _columns(path: str, entry: dict[str, Any]) -> list[str] | None:
-    """The (logical) column names of one of a segment's tables, or None when the segment has no
-    rows (Spark wrote no file for it)."""
-    tdir = os.path.join(path, entry["path"])
-    if not (os.path.isdir(tdir) and any(f.endswith(".parquet") for f in os.listdir(tdir))):
-        return None
-    renames = entry.get("columns", {})  # stored name -> logical name
-    return [renames.get(c, c) for c in pq.ParquetDataset(tdir).schema.names]
+def _read(reader: TableReader, seg: int, entry: dict[str, Any], columns: list[str]) -> pa.Table | None:
+    """The named columns of one of a segment's tables, or None when the segment has no rows and
+    its columns are unknown (a version-1 graph)."""
+    t = reader.read(seg, entry)
+    return None if t is None else t.select(columns)
 
 
-def _read(path: str, entry: dict[str, Any], columns: list[str]) -> pa.Table | None:
-    """The named columns of one of a segment's tables (stored names mapped back), or None when
-    the segment has no rows."""
-    if _columns(path, entry) is None:
-        return None
-    stored = {v: k for k, v in entry.get("columns", {}).items()}  # logical name -> stored name
-    t = pq.ParquetDataset(os.path.join(path, entry["path"])).read(columns=[stored.get(c, c) for c in columns])
-    return t.rename_columns(columns)
-
-
-def _base(s: BaseSegment, path: str, tables: dict[str, Any]) -> tuple[int, int]:
+def _base(s: BaseSegment, path: str, reader: TableReader, tables: dict[str, Any]) -> tuple[int, int]:
     if s.files is not None:
         return sum(pq.ParquetFile(local_path(f.path, path)).metadata.num_rows for f in s.files), 0
-    t = _read(path, tables["tuples"], [TOKEN_ID])
+    t = _read(reader, s.seg, tables["tuples"], [TOKEN_ID])
     return (0 if t is None else len(pc.unique(t[TOKEN_ID]))), 0
 
 
-def _group(s: GroupSegment, path: str, tables: dict[str, Any]) -> tuple[int, int]:
+def _group(s: GroupSegment, reader: TableReader, tables: dict[str, Any]) -> tuple[int, int]:
     """Group nodes, · member nodes, and per aggregate its v-nodes, ⊗ nodes and constants."""
     fcols = [factor(i) for i in range(s.k)] if s.k > 1 else []
     xcols = sorted({f"x{a.arg}" for a in s.aggregates if a.arg is not None})
     own = sorted({a.vnode for a in s.aggregates if a.vnode is not None and a.op is not Op.COUNT})
-    names = _columns(path, tables["members"])
-    if names is None:  # no rows: only a keyless aggregate's group and its values
+    members = reader.read(s.seg, tables["members"])
+    if members is None:  # no rows: only a keyless aggregate's group and its values
         return (1 + len(s.aggregates), 0) if s.group is not None else (0, 0)
-    own = [c for c in own if c in names]
-    t = _read(path, tables["members"], ["g", "m", *fcols, *xcols, *own])
-    assert t is not None
+    own = [c for c in own if c in members.column_names]
+    t = members.select(["g", "m", *fcols, *xcols, *own])
     g = t["g"].to_numpy()
     groups = len(np.union1d(g, [s.group]) if s.group is not None else np.unique(g))
     nodes, edges = groups, t.num_rows  # a member -> group edge per row
@@ -117,9 +104,9 @@ def _group(s: GroupSegment, path: str, tables: dict[str, Any]) -> tuple[int, int
     return nodes, edges
 
 
-def _rownode(s: RowNodeSegment, path: str, tables: dict[str, Any]) -> tuple[int, int]:
+def _rownode(s: RowNodeSegment, reader: TableReader, tables: dict[str, Any]) -> tuple[int, int]:
     """One node per distinct id, with the children of its first row (as expansion keeps it)."""
-    t = _read(path, tables["nodes"], ["id", "children"])
+    t = _read(reader, s.seg, tables["nodes"], ["id", "children"])
     if t is None:
         return 0, 0
     _, first = np.unique(t["id"].to_numpy(), return_index=True)
@@ -134,16 +121,17 @@ def graph_stats(path: str) -> GraphStats:
     relation files; count those with :meth:`GraphIndex.load <lipspark.graph.index.GraphIndex.load>`.
     """
     manifest = read_manifest(path)
+    reader = TableReader(path)  # each shared table read once
     nodes = edges = 0
     for entry in manifest["segments"]:
         s: Segment = Segment.from_json(entry)
         tables = entry.get("tables", {})
         if isinstance(s, BaseSegment):
-            n, e = _base(s, path, tables)
+            n, e = _base(s, path, reader, tables)
         elif isinstance(s, GroupSegment):
-            n, e = _group(s, path, tables)
+            n, e = _group(s, reader, tables)
         elif isinstance(s, RowNodeSegment):
-            n, e = _rownode(s, path, tables)
+            n, e = _rownode(s, reader, tables)
         else:
             raise StoreError(
                 f"graph_stats counts graphs written by Tracker.write; segment kind {s.kind!r} "

@@ -36,13 +36,20 @@ from lipspark.errors import StoreError
 from lipspark.vocabulary.ops import Op
 
 __all__ = [
-    "FORMAT_VERSION", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
+    "FORMAT_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
     "BOUNDARY_ROLES", "BASE_ID",
 ]
 
-#: Version of the graph layout (manifest ``version``); readers refuse other versions.
-FORMAT_VERSION = 1
+#: Version of the graph layout (manifest ``version``) that capture writes. Version 2 stores the
+#: tables of one kind of all segments in one file with a segment column; version 1 had a
+#: directory per segment, and a version-1 reader would take a version-2 file for one segment's
+#: rows, hence the new number.
+FORMAT_VERSION = 2
+#: The versions readers accept (version 1 graphs are read in their own layout); others are refused.
+READABLE_VERSIONS = (1, 2)
+#: Column of a combined table (version 2) holding the segment number of each row.
+SEG_COLUMN = "seg"
 #: A boundary segment's role: module input, state read, output, state written (the · node
 #: over a new state tuple's factors, when it has several) and an output value column.
 BOUNDARY_ROLES = ("i", "s", "o", "collapse", "vo")
