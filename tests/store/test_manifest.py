@@ -11,7 +11,6 @@ import pytest
 
 from lipspark.errors import StoreError
 from lipspark.graph.stats import graph_stats
-from lipspark.store import manifest as manifest_module
 from lipspark.store.manifest import TableReader, read_manifest, read_segments
 from lipspark.vocabulary import AggregateSpec, Context, GroupSegment, Op, RowNodeSegment
 from lipspark.vocabulary.segments import FORMAT_VERSION
