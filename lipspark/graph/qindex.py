@@ -44,7 +44,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
@@ -57,7 +56,7 @@ from lipspark.graph.attrs import SEGMENT_ATTRIBUTES, Blob, Mapped, SegmentTable,
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["INDEX_DIR", "INDEX_FORMAT", "INDEX_VERSION", "MappedGraph", "open_mapped", "open_index", "append_block", "reindex", "index_dir", "update"]
+__all__ = ["INDEX_DIR", "INDEX_FORMAT", "INDEX_VERSION", "MappedGraph", "open_mapped", "open_index", "append_block", "reindex", "update"]
 
 INDEX_DIR = "index"
 INDEX_FORMAT = "lipspark-index"
@@ -370,11 +369,7 @@ def update(path: str) -> tuple[str, dict[str, Any]]:
         meta = _read_meta(ipath)
         done = _fresh(root, dirs, meta) if meta is not None else -1
         if done < 0:  # stale or damaged: rebuild from scratch
-            for name in [*_ARRAYS, "index.json"]:
-                try:
-                    os.remove(os.path.join(ipath, name))
-                except FileNotFoundError:
-                    pass
+            _clear(ipath)
             meta, done = None, 0
         for gdir in dirs[done:]:
             nodes, edges, check = _expand_dir(root, gdir)
@@ -409,22 +404,17 @@ def open_mapped(path: str) -> MappedGraph:
 
 def reindex(path: str) -> dict[str, Any]:
     """Rebuild the query-ready index of the store at ``path`` from its graph (``lipspark reindex``)."""
-    root, dirs, ipath = _graph_dirs(path)
+    ipath = _graph_dirs(path)[2]
     with _locked(ipath):
-        for name in [*_ARRAYS, "index.json"]:
-            try:
-                os.remove(os.path.join(ipath, name))
-            except FileNotFoundError:
-                pass
+        _clear(ipath)
     _, meta = update(path)
     return meta
 
 
-def index_dir(path: str) -> str:
-    """Where the query-ready index of the graph at ``path`` lives."""
-    return _graph_dirs(path)[2]
-
-
-def remove(path: str) -> None:
-    """Delete an index directory (its files are derived)."""
-    shutil.rmtree(path, ignore_errors=True)
+def _clear(ipath: str) -> None:
+    """Unlink the index's files (never truncate them in place: a reader may have them mapped)."""
+    for name in [*_ARRAYS, "index.json"]:
+        try:
+            os.remove(os.path.join(ipath, name))
+        except FileNotFoundError:
+            pass

@@ -20,7 +20,6 @@ a :class:`~lipspark.tracker.Tracker` of the invocation's own (its :class:`Contex
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
@@ -31,7 +30,7 @@ from pyspark.sql import types as T
 from lipspark.capture.builder import GraphBuilder
 from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
-from lipspark.errors import LipsparkError, WorkflowError
+from lipspark.errors import WorkflowError
 from lipspark.frame import AnnotatedFrame
 from lipspark.store import Store
 from lipspark.tracker import Tracker
@@ -190,21 +189,7 @@ class Executor:
         except BaseException:
             self.store.abort()
             raise
-        self._index()
         return record
-
-    def _index(self) -> None:
-        """Append the committed graph to the store's query-ready index (derived: a failure here
-        loses nothing, the next query or ``lipspark reindex`` rebuilds it, and says so)."""
-        if not self.provenance:
-            return
-        from lipspark.graph.qindex import update
-
-        try:
-            update(self.store.root)
-        except (LipsparkError, OSError) as err:
-            print(f"lipspark: warning: the query-ready index of {self.store.root} was not updated ({err}); "
-                  f"the next query rebuilds it (or run `lipspark reindex {self.store.root}`)", file=sys.stderr)
 
     def _run(self, n: int, inputs: Mapping[str, Mapping[str, Any]],
              on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations]:
