@@ -29,7 +29,7 @@ import numpy as np
 from lipspark.errors import LipsparkError, StoreError
 from lipspark.vocabulary import Op
 
-__all__ = ["Attributes", "Columns", "Mapped", "Derived", "ATTRIBUTES", "SEGMENT_ATTRIBUTES", "NUMERIC", "Blob",
+__all__ = ["Attributes", "Columns", "Overlay", "Mapped", "Derived", "ATTRIBUTES", "SEGMENT_ATTRIBUTES", "NUMERIC", "Blob",
            "NODE_TYPES", "op_codes", "type_codes", "lookup_in_blocks", "SegmentTable"]
 
 #: Node types of the paper (input, state, output, module invocation) and ``z``, the p-node a
@@ -158,6 +158,26 @@ class Columns(Attributes):
         if col is None:
             return np.full(len(pos), None, dtype=object)
         return col[np.asarray(pos, dtype=np.int64)]
+
+
+class Overlay(Attributes):
+    """``base``'s attributes with the columns of ``own`` in their place (a zoom node: its
+    invocation's context under its module's name).
+
+    >>> o = Overlay(Columns(1, {"label": ["dealer1"], "module": ["dealer1"]}), Columns(1, {"label": ["Z"]}))
+    >>> o.get("label", np.array([0])).tolist(), o.get("module", np.array([0])).tolist()
+    (['Z'], ['dealer1'])
+    """
+
+    def __init__(self, base: Attributes, own: Columns) -> None:
+        if base.n != own.n:
+            raise StoreError(f"an overlay needs as many rows as its base ({base.n}), found {own.n}")
+        self.n = base.n
+        self.base = base
+        self.own = own
+
+    def get(self, name: str, pos: np.ndarray) -> np.ndarray:
+        return (self.own if name in self.own.columns else self.base).get(name, pos)
 
 
 class Blob:

@@ -70,17 +70,13 @@ def token_name(g: "GraphIndex", pos: int) -> str:
     >>> token_name(g, 0)
     'M_dealer1[2]'
     """
-    if g.op[pos] == _INVOCATION:
-        ex = g.column("execution", [int(pos)])[0]
-        return f"M_{g.label(pos)}[{'' if ex is None else int(ex)}]"
-    return g.label(pos)
+    return _Shown(g, np.array([int(pos)], dtype=np.int64)).token(int(pos))
 
 
 class _Shown:
     """Labels and values of the nodes an expression is built over, read in one batch."""
 
     def __init__(self, g: "GraphIndex", positions: np.ndarray) -> None:
-        self.g = g
         pos = positions.tolist()
         self.label = dict(zip(pos, g.column("label", positions).tolist()))
         self.value = dict(zip(pos, g.column("value", positions).tolist()))
@@ -88,6 +84,7 @@ class _Shown:
         self.execution = dict(zip(inv.tolist(), g.column("execution", inv).tolist()))
 
     def token(self, pos: int) -> str:
+        """The token of a leaf p-node (see :func:`token_name`)."""
         label = self.label.get(pos)
         label = "" if label is None else str(label)
         if pos in self.execution:

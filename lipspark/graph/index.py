@@ -305,7 +305,11 @@ class GraphIndex:
     @property
     def src(self) -> np.ndarray:
         """Source position of every edge, in edge-slot order (edges grouped by target)."""
-        return np.asarray(self.in_src, dtype=np.int64)
+        cached = getattr(self, "_src", None)
+        if cached is None:
+            cached = np.asarray(self.in_src, dtype=np.int64)
+            self._src = cached
+        return cached
 
     @property
     def dst(self) -> np.ndarray:

@@ -35,7 +35,7 @@ from typing import Iterable
 import numpy as np
 
 from lipspark.errors import QueryError
-from lipspark.graph.attrs import Columns, Derived
+from lipspark.graph.attrs import Columns, Overlay
 from lipspark.graph.index import NODE_TYPES, GraphIndex, NodeSet, unique_positions
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import zoom_id
@@ -132,29 +132,27 @@ def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
     gsrc, gdst, geid = g.src, g.dst, g.eid
     # which module hides each node (their hidden sets are disjoint: each is what its own
     # invocations computed), so every edge is classified with two gathers, not two per module
-    owner = np.full(len(g), -1, dtype=np.int16)
-    for i, m in enumerate(modules):
-        owner[masks[m]] = i
-    if int((owner >= 0).sum()) != sum(int(masks[m].sum()) for m in modules):
+    hidden_by = np.full(len(g), -1, dtype=np.int16)
+    for k, m in enumerate(modules):
+        hidden_by[masks[m]] = k
+    if int((hidden_by >= 0).sum()) != sum(int(masks[m].sum()) for m in modules):
         raise QueryError(f"cannot zoom out {', '.join(modules)} together: their intermediate computations overlap; zoom them out one at a time")
-    own_src, own_dst = owner[gsrc], owner[gdst]
+    own_src, own_dst = hidden_by[gsrc], hidden_by[gdst]
     edge_hidden = (own_src >= 0) | (own_dst >= 0)
     records = dict(g.zoom)
     new_nodes, e_src, e_dst = [], [], []
-    for i, m in enumerate(modules):
+    for k, m in enumerate(modules):
         mask = masks[m]
-        touch = (own_src == i) | (own_dst == i)
+        touch = (own_src == k) | (own_dst == k)
         records[m] = ZoomRecord(m, g.take(np.flatnonzero(mask)), g.ids[gsrc[touch]], g.ids[gdst[touch]], geid[touch])
         inv = invocations[m]
-        zid = np.array([zoom_id(i) for i in g.ids[inv].tolist()], dtype=np.int64)
+        zid = np.array([zoom_id(x) for x in g.ids[inv].tolist()], dtype=np.int64)
         if len(zid) and (g.lookup(zid) >= 0).any():
             raise QueryError(f"cannot zoom out {m!r}: its zoom node ids are taken; is the graph already zoomed?")
-        like = g.take(inv)  # a zoom node has its invocation's context, its own id, label, type and op
-        n = len(inv)
-        own = Columns(n, {"label": [m] * n})
-        attrs = Derived.flatten([(like.attrs, np.arange(n, dtype=np.int64))])
+        n = len(inv)  # a zoom node has its invocation's context, its own id, label, type and op
         new_nodes.append(NodeSet(zid, np.zeros(n, dtype=bool), np.full(n, int(Op.ZOOM), dtype=np.int8),
-                                 np.full(n, NODE_TYPES.index("z"), dtype=np.int8), _Relabelled(attrs, own)))
+                                 np.full(n, NODE_TYPES.index("z"), dtype=np.int8),
+                                 Overlay(g.take(inv).attrs, Columns(n, {"label": [m] * n}))))
         owner, ups = g.gather_parents(inv, owners=True)
         ins = g.type_code[ups] == _I
         outs = g.type_code[ups] == _O
@@ -190,17 +188,3 @@ def zoom_in(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
     idx = np.flatnonzero(ok)[first]
     return g.derive(~drop, keep_edges, add_nodes, (src[idx], dst[idx], eid[idx]), zoom=records)
 
-
-class _Relabelled(Columns):
-    """Attributes of ``base`` with some columns replaced (a zoom node: its invocation's context
-    under its module's name)."""
-
-    def __init__(self, base: Derived, own: Columns) -> None:
-        super().__init__(own.n, {})
-        self.columns = own.columns
-        self.base = base
-
-    def get(self, name: str, pos: np.ndarray) -> np.ndarray:
-        if name in self.columns:
-            return super().get(name, pos)
-        return self.base.get(name, pos)
