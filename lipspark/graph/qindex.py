@@ -77,7 +77,9 @@ _MAX_POS = 2**31 - 1
 
 # ---------------------------------------------------------------------------------- files
 def _lengths(meta: Mapping[str, Any]) -> dict[str, int]:
-    """Committed entries of every array file after the last block."""
+    """Committed entries of every array file after the last block (none without blocks)."""
+    if not meta["blocks"]:
+        return {name: 0 for name in _ARRAYS}
     last: dict[str, Any] = meta["blocks"][-1] if meta["blocks"] else {"nodes": 0, "edges": 0, "out": 0, "cross": 0, "segments": 0,
                                                                        "bytes": {b: 0 for b in _BLOBS}}
     per = {"node": last["nodes"], "node+1": last["nodes"] + 1, "edge": last["edges"], "out": last["out"], "cross": last["cross"],
@@ -364,7 +366,7 @@ def update(path: str) -> tuple[str, dict[str, Any]]:
     root, dirs, ipath = _graph_dirs(path)
     meta = _read_meta(ipath)
     if meta is not None and _fresh(root, dirs, meta) == len(dirs):
-        return ipath, meta
+        return ipath, _snapshot(meta, dirs)
     with _locked(ipath):
         meta = _read_meta(ipath)
         done = _fresh(root, dirs, meta) if meta is not None else -1
@@ -375,13 +377,20 @@ def update(path: str) -> tuple[str, dict[str, Any]]:
             nodes, edges, check = _expand_dir(root, gdir)
             meta = _append_locked(ipath, gdir, nodes, edges, check)
     assert meta is not None or not dirs
-    return ipath, meta or {"format": INDEX_FORMAT, "version": INDEX_VERSION, "blocks": []}
+    return ipath, _snapshot(meta, dirs) if meta else {"format": INDEX_FORMAT, "version": INDEX_VERSION, "blocks": []}
+
+
+def _snapshot(meta: dict[str, Any], dirs: list[str]) -> dict[str, Any]:
+    """The index as of the store's graph directories ``dirs``: a writer may have committed and
+    indexed later executions since the caller read the store, and those blocks are left out."""
+    return meta if len(meta["blocks"]) <= len(dirs) else {**meta, "blocks": meta["blocks"][:len(dirs)]}
 
 
 def _fresh(root: str, dirs: list[str], meta: Mapping[str, Any]) -> int:
-    """How many of ``dirs`` the index holds, current; -1 if it holds anything stale or foreign."""
-    blocks = meta["blocks"]
-    if len(blocks) > len(dirs) or [b["graph"] for b in blocks] != dirs[:len(blocks)]:
+    """How many of ``dirs`` the index holds, current; -1 if it holds anything stale or foreign.
+    Blocks after ``dirs`` (an index ahead of the caller's snapshot of the store) are not looked at."""
+    blocks = meta["blocks"][:len(dirs)]
+    if [b["graph"] for b in blocks] != dirs[:len(blocks)]:
         return -1
     if not all(_current(root, b) for b in blocks):
         return -1

@@ -188,6 +188,7 @@ class Session:
     """
 
     def __init__(self, graph: GraphIndex | str) -> None:
+        self.path = graph if isinstance(graph, str) else None
         self.base = GraphIndex.load(graph) if isinstance(graph, str) else graph
         self._view: GraphIndex = self.base
         self._pending: Callable[[], GraphIndex] | None = None
@@ -204,6 +205,24 @@ class Session:
     @view.setter
     def view(self, g: GraphIndex) -> None:
         self._view, self._pending = g, None
+
+    def refresh(self) -> int:
+        """Read the store again: executions a writer committed since the session opened it (or
+        last refreshed) join the graph, and the session's zooms and deletions are applied again
+        to the new graph. Until then the session answers from the snapshot it has, whatever a
+        writer does meanwhile. Returns how many nodes the graph gained.
+
+        >>> import os, shutil, tempfile
+        >>> path = shutil.copytree(os.path.join("tests", "fixtures", "graph-v1"), os.path.join(tempfile.mkdtemp(), "g"))
+        >>> Session(path).refresh()
+        0
+        """
+        if self.path is None:
+            raise QueryError("this session was given a graph, not a path: there is nothing to read again")
+        before = len(self.base)
+        self.base = GraphIndex.load(self.path)
+        self._replay(list(self._ops))
+        return len(self.base) - before
 
     # ------------------------------------------------------------------ running
     def run(self, text: str, source: str = "<query>") -> list[Result]:

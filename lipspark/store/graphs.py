@@ -30,11 +30,7 @@ def graph_segments(path: str) -> tuple[list[tuple[Segment, dict[str, pa.Table]]]
     """
     if not os.path.exists(os.path.join(path, "store.json")):
         return read_segments(path, read_manifest(path)), path
-    store = Store.open(path)
-    if store.capture is None:
-        raise StoreError(f"the store at {path} was run with --no-provenance: it has outputs and state but no graph")
-    if store.capture == "deferred":
-        store = _replayed(store)
+    store = _with_graph(path)
     segments: list[tuple[Segment, dict[str, pa.Table]]] = []
     for gdir, manifest in store.graph_manifests():
         read_manifest(gdir)
@@ -56,12 +52,21 @@ def graph_root(path: str) -> tuple[str, list[str]]:
     if not os.path.exists(os.path.join(path, "store.json")):
         read_manifest(path)
         return os.path.abspath(path), ["."]
+    store = _with_graph(path)
+    return store.root, store.graph_dirs()
+
+
+def _with_graph(path: str) -> Store:
+    """The store whose graph answers for the workflow store at ``path``, or why there is none."""
     store = Store.open(path)
     if store.capture is None:
         raise StoreError(f"the store at {path} was run with --no-provenance: it has outputs and state but no graph")
+    if store.meta.get("initial") is None:
+        raise StoreError(f"the store at {path} has nothing committed yet (its first run is under way, or stopped before "
+                         f"writing the initial state): run the workflow into it, `lipspark run WORKFLOW --graph {path}`")
     if store.capture == "deferred":
         store = _replayed(store)
-    return store.root, store.graph_dirs()
+    return store
 
 
 def _replayed(store: Store) -> Store:

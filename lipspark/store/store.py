@@ -11,9 +11,15 @@ Layout (format ``lipspark-store``, version 1; see docs/store-format.md)::
         state/<node>/<relation>/    state written by each invocation
         graph/manifest.json         the execution's graph segments (+ their Parquet tables)
 
-An execution is written under ``executions/.pending-000001/`` and committed by renaming it and
-then atomically replacing ``store.json``; anything not named in ``store.json`` is discarded
-when the store is opened again, so a crash or kill leaves the last complete execution.
+One process writes a store at a time: it holds the store's writer lock
+(:class:`~lipspark.store.lock.WriterLock`, ``.writer.lock``) from before its first write to its
+last. An execution is written under ``executions/.pending-000001/``, renamed, and committed by
+atomically replacing ``store.json``, the single commit point: readers read ``store.json`` and
+only what it names, so they see the last committed execution whatever a writer is doing, and they
+never modify the store. Whatever a crashed writer left that ``store.json`` does not name is
+removed by the next writer, under the lock (:meth:`Store.lock`). ``store.json`` is written when a
+store is created, so a first run that crashed while writing the initial state is resumed, like
+any other, by the next run.
 """
 from __future__ import annotations
 
@@ -23,6 +29,7 @@ import shutil
 from typing import Any
 
 from lipspark.errors import StoreError
+from lipspark.store.lock import LOCK_FILE, WriterLock
 from lipspark.store.manifest import read_json
 
 __all__ = ["Store", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES", "PROVENANCE_DIR"]
@@ -42,20 +49,31 @@ def _write_json_atomic(path: str, data: Any) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
+    fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+    try:  # the rename itself must survive a power loss, or the commit is not durable
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class Store:
-    """A provenance store directory (create with :meth:`create`, reopen with :meth:`open`)."""
+    """A provenance store directory (create with :meth:`create`, reopen with :meth:`open`).
+
+    A store opened with :meth:`open` is a read-only snapshot; to write it, take the writer lock
+    with :meth:`lock` (a created store holds it already) and release it with :meth:`unlock`, or
+    use the store as a context manager.
+    """
 
     def __init__(self, root: str, meta: dict[str, Any]) -> None:
         self.root = os.path.abspath(root)
         self.meta = meta
         self._pending: str | None = None
+        self._lock: WriterLock | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def create(cls, root: str, workflow: str, provenance: bool, params: dict[str, Any], *,
-               capture: str = "eager", definition: str | None = None) -> "Store":
+               capture: str = "eager", definition: str | None = None, lock: WriterLock | None = None) -> "Store":
         """A new, empty store at ``root``.
 
         ``capture`` is ``"eager"`` (the graph is written with each execution) or ``"deferred"``
@@ -68,10 +86,20 @@ class Store:
             raise StoreError("deferred capture records provenance later; it needs provenance on")
         if capture == "deferred" and not definition:
             raise StoreError("deferred capture needs the workflow definition's file, to replay executions when the graph is needed")
-        if os.path.exists(os.path.join(root, "store.json")):
-            raise StoreError(f"{root} already holds a store; open it to continue, or choose another directory")
-        if os.path.exists(root) and os.listdir(root):
-            raise StoreError(f"{root} exists and is not empty; choose an empty or new directory")
+        if os.path.exists(root) and not os.path.isdir(root):
+            raise StoreError(f"{root} is a file, not a directory; choose an empty or new directory for the store")
+        existed = os.path.isdir(root)
+        lock = lock.acquire() if lock is not None else WriterLock(root).acquire()
+        try:
+            if os.path.exists(os.path.join(root, "store.json")):
+                raise StoreError(f"{root} already holds a store; open it to continue, or choose another directory")
+            if [n for n in os.listdir(root) if n != LOCK_FILE]:
+                raise StoreError(f"{root} exists and is not empty; choose an empty or new directory")
+        except BaseException:
+            if not existed and os.listdir(root) == [LOCK_FILE]:  # only what this call made
+                shutil.rmtree(root, ignore_errors=True)
+            lock.release()
+            raise
         os.makedirs(os.path.join(root, "executions"), exist_ok=True)
         meta = {
             "format": STORE_FORMAT,
@@ -86,10 +114,14 @@ class Store:
             "executions": [],
         }
         store = cls(root, meta)
+        store._lock = lock
+        store.save()  # the store exists from now on: a crash before its first commit is resumed
         return store
 
     @classmethod
     def open(cls, root: str) -> "Store":
+        """The store at ``root`` as its ``store.json`` names it now: a read-only snapshot (nothing
+        on disk is changed; :meth:`lock` to write)."""
         path = os.path.join(root, "store.json")
         if not os.path.exists(path):
             raise StoreError(f"no provenance store at {root} (store.json missing); run the workflow first: lipspark run WORKFLOW --graph {root}")
@@ -102,11 +134,56 @@ class Store:
             if key not in meta:
                 raise StoreError(f"the store at {root} is corrupt: store.json lacks {key!r}")
         store = cls(root, meta)
-        store._discard_uncommitted()
         store._check_files()
         return store
 
+    # ------------------------------------------------------------------ the writer lock
+    def lock(self, wait: float = 0.0, held: WriterLock | None = None) -> "Store":
+        """Take the writer lock (waiting up to ``wait`` seconds for another writer; ``held``: a
+        lock of this store's that the caller took already), re-read ``store.json`` (another
+        writer may have committed since this store was opened) and remove what a crashed writer
+        left uncommitted. Returns the store; a :class:`~lipspark.store.lock.StoreLockedError`
+        names the holder if it stays busy."""
+        if self._lock is not None:
+            return self
+        lock = held.acquire() if held is not None else WriterLock(self.root).acquire(wait)
+        try:
+            fresh = Store.open(self.root)
+            self.meta = fresh.meta
+            self._lock = lock
+            self._discard_uncommitted()
+        except BaseException:
+            self._lock = None
+            lock.release()
+            raise
+        return self
+
+    def unlock(self) -> None:
+        """Release the writer lock (a pending execution is discarded first)."""
+        if self._lock is not None:
+            self.abort()
+            self._lock.release()
+            self._lock = None
+
+    @property
+    def locked(self) -> bool:
+        """Whether this process holds the store's writer lock."""
+        return self._lock is not None
+
+    def __enter__(self) -> "Store":
+        return self.lock()
+
+    def __exit__(self, *exc: object) -> None:
+        self.unlock()
+
+    def _writing(self, what: str) -> None:
+        if self._lock is None:
+            raise StoreError(f"internal: {what} the store at {self.root} without its writer lock (Store.lock())")
+
     def _discard_uncommitted(self) -> None:
+        """Remove executions and an initial state that ``store.json`` does not name (only ever
+        under the writer lock: a reader must not delete a writer's work in progress)."""
+        self._writing("cleaning")
         committed = {e["dir"] for e in self.meta["executions"]}
         exec_root = os.path.join(self.root, "executions")
         for name in os.listdir(exec_root) if os.path.isdir(exec_root) else []:
@@ -121,6 +198,8 @@ class Store:
                 raise StoreError(f"the store at {self.root} is corrupt: execution directory {e['dir']} is missing")
 
     def save(self) -> None:
+        """Replace ``store.json`` atomically: the commit point of every change."""
+        self._writing("saving")
         _write_json_atomic(os.path.join(self.root, "store.json"), self.meta)
 
     # ------------------------------------------------------------------ executions
@@ -152,6 +231,7 @@ class Store:
 
     def begin(self, n: int) -> str:
         """Directory to write execution ``n`` into (renamed on commit)."""
+        self._writing("writing an execution to")
         pending = os.path.join(self.root, "executions", f".pending-{n:06d}")
         shutil.rmtree(pending, ignore_errors=True)
         os.makedirs(pending)
@@ -171,6 +251,7 @@ class Store:
         return os.path.join(self.root, rel)
 
     def commit(self, n: int, record: dict[str, Any], next_segment: int) -> None:
+        self._writing("committing")
         if self._pending is None:
             raise StoreError("commit without begin")
         os.replace(self._pending, os.path.join(self.root, self.final_dir(n)))

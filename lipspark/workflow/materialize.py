@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from lipspark.errors import StoreError
 from lipspark.store import Store
+from lipspark.store.lock import WriterLock
 from lipspark.store.store import PROVENANCE_DIR
 
 __all__ = ["materialize", "graph_store", "PROVENANCE_DIR"]
@@ -77,21 +78,46 @@ def materialize(store: "Store | str", *, spark: Any = None, progress: bool = Fal
     if store.capture == "eager":
         return store
     sub = graph_store(store)
+    if _replayed_all(store, sub):
+        return sub  # type: ignore[return-value]
+    # the replay writes provenance/ under that store's writer lock (the deferred store itself is
+    # only read, as a snapshot: a run may append to it meanwhile); another process replaying the
+    # same store is waited for, and what it replayed is not replayed again
+    definition = _replayable_definition(store)  # checked before anything is written
+    workflow = definition.build(store.meta["params"])
+    sub_root = os.path.join(store.root, PROVENANCE_DIR)
+    lock = WriterLock(sub_root, "replay").acquire(wait=REPLAY_WAIT)
+    try:
+        if os.path.exists(os.path.join(sub_root, "store.json")):
+            sub = Store.open(sub_root).lock(held=lock)
+        else:
+            sub = None
+        if _replayed_all(store, sub):
+            return sub  # type: ignore[return-value]
+        spark = spark or get_spark(app_name=f"lipspark-{definition.name}")
+        if sub is None:
+            sub = Store.create(sub_root, definition.name, True, store.meta["params"], lock=lock)
+        executor = Executor(spark, workflow, sub, provenance=True)
+        # inputs and initial state are copied file for file: same files, same rows, same token ids
+        executor.initialize(_stored_initial_state(store))
+        _replay(spark, store, executor, store.executions[len(sub.executions):], progress=progress, on_execution=on_execution)
+        return sub
+    finally:
+        if sub is not None:
+            sub.unlock()
+        lock.release()
+
+
+#: How long a replay waits for another process replaying the same store (seconds).
+REPLAY_WAIT = 3600.0
+
+
+def _replayed_all(store: Store, sub: Store | None) -> bool:
+    """Whether ``sub`` holds the replay of every execution of the deferred ``store``."""
     done = len(sub.executions) if sub is not None else 0
     if done > len(store.executions):
         raise StoreError(f"the store at {store.root} is corrupt: {PROVENANCE_DIR}/ has {done} executions, the store {len(store.executions)}")
-    if sub is not None and sub.meta.get("initial") is not None and done == len(store.executions):
-        return sub
-    definition = _replayable_definition(store)
-    workflow = definition.build(store.meta["params"])
-    spark = spark or get_spark(app_name=f"lipspark-{definition.name}")
-    if sub is None:
-        sub = Store.create(os.path.join(store.root, PROVENANCE_DIR), definition.name, True, store.meta["params"])
-    executor = Executor(spark, workflow, sub, provenance=True)
-    # inputs and initial state are copied file for file: same files, same rows, same token ids
-    executor.initialize(_stored_initial_state(store))
-    _replay(spark, store, executor, store.executions[done:], progress=progress, on_execution=on_execution)
-    return sub
+    return sub is not None and sub.meta.get("initial") is not None and done == len(store.executions)
 
 
 def _replayable_definition(store: Store) -> Any:

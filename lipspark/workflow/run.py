@@ -115,17 +115,21 @@ def run(
     p = definition.with_params(params or {})
     graph_dir = graph_dir or os.path.join("graphs", definition.name + ("" if provenance else "-plain"))
     workflow = definition.build(p)  # invalid parameters or workflows fail here, before anything is written
-    spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}")
+    # the writer lock is taken before Spark starts: a second writer fails at once, naming the first
     store, created = _open_store(definition, path, graph_dir, provenance, capture, p)
-    executor = Executor(spark, workflow, store, provenance=provenance)
     try:
-        executor.initialize(definition.initial_state(spark, p))
-    except BaseException:
-        if created:  # a store that never got its initial state is no store: leave nothing behind
-            shutil.rmtree(graph_dir, ignore_errors=True)
-        raise
-    n_run = executions if executions is not None else int(p.get("numExec", 1))
-    times, stopped = _run_executions(spark, definition, executor, p, n_run, progress)
+        spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}")
+        executor = Executor(spark, workflow, store, provenance=provenance)
+        try:
+            executor.initialize(definition.initial_state(spark, p))
+        except BaseException:
+            if created:  # a store that never got its initial state is no store: leave nothing behind
+                shutil.rmtree(graph_dir, ignore_errors=True)
+            raise
+        n_run = executions if executions is not None else int(p.get("numExec", 1))
+        times, stopped = _run_executions(spark, definition, executor, p, n_run, progress)
+    finally:
+        store.unlock()
     nodes, edges = _graph_size(store) if provenance and count_graph else (None, None)
     return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, _output_counts(spark, store, workflow),
                       nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times, deferred=store.capture == "deferred")
@@ -135,21 +139,31 @@ def _open_store(definition: WorkflowDefinition, path: str | None, graph_dir: str
                 params: dict[str, Any]) -> tuple[Store, bool]:
     """The store to continue (checked to be run the same way) or a new one; and whether it is new."""
     if os.path.exists(os.path.join(graph_dir, "store.json")):
-        store = Store.open(graph_dir)
-        if store.meta["workflow"] != definition.name:
-            raise StoreError(f"{graph_dir} holds workflow {store.meta['workflow']!r}, not {definition.name!r}")
-        if store.meta["provenance"] != provenance:
-            raise StoreError(f"{graph_dir} was run with provenance {'on' if store.meta['provenance'] else 'off'}; continue it the same way or use another --graph")
-        if provenance and store.capture != capture:
-            raise StoreError(f"{graph_dir} was run with --capture {store.capture}; continue it the same way or use another --graph")
-        if store.meta["params"] != params:
-            changed = sorted(k for k in params if store.meta["params"].get(k) != params[k])
-            raise StoreError(f"{graph_dir} was created with other parameters ({', '.join(changed)}); continue it with the same ones or use another --graph")
+        store = Store.open(graph_dir).lock()
+        try:
+            _check_continues(store, definition, graph_dir, provenance, capture, params)
+        except BaseException:
+            store.unlock()
+            raise
         return store, False
     if provenance and capture == "deferred" and path is None:
         raise StoreError(f"deferred capture replays the workflow's definition later, and {definition.name!r} was not loaded from a file; "
                          "load it with lipspark.workflow.load_definition(path), or use capture='eager'")
     return Store.create(graph_dir, definition.name, provenance, params, capture=capture, definition=path), True
+
+
+def _check_continues(store: Store, definition: WorkflowDefinition, graph_dir: str, provenance: bool, capture: str,
+                     params: dict[str, Any]) -> None:
+    """That the existing store at ``graph_dir`` was run the way this run would continue it."""
+    if store.meta["workflow"] != definition.name:
+        raise StoreError(f"{graph_dir} holds workflow {store.meta['workflow']!r}, not {definition.name!r}")
+    if store.meta["provenance"] != provenance:
+        raise StoreError(f"{graph_dir} was run with provenance {'on' if store.meta['provenance'] else 'off'}; continue it the same way or use another --graph")
+    if provenance and store.capture != capture:
+        raise StoreError(f"{graph_dir} was run with --capture {store.capture}; continue it the same way or use another --graph")
+    if store.meta["params"] != params:
+        changed = sorted(k for k in params if store.meta["params"].get(k) != params[k])
+        raise StoreError(f"{graph_dir} was created with other parameters ({', '.join(changed)}); continue it with the same ones or use another --graph")
 
 
 def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Executor, params: dict[str, Any], n_run: int,

@@ -14,6 +14,7 @@ from lipspark.vocabulary.ids import positional
 def _deferred(tmp_path, executions=1):
     root = str(tmp_path / "store")
     s = Store.create(root, "wf", True, {}, capture="deferred", definition=__file__)
+    s.meta["initial"] = {}
     s.meta["executions"] = [{"n": n, "dir": f"executions/{n:06d}", "outputs": {}, "state": {}} for n in range(1, executions + 1)]
     for n in range(1, executions + 1):
         os.makedirs(os.path.join(root, "executions", f"{n:06d}"))

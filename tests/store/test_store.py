@@ -1,0 +1,181 @@
+"""A store several processes can trust: one writer (the lock), readers that change nothing, one
+commit point, and a first run that is resumed like any other."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from lipspark.errors import StoreError
+from lipspark.graph.index import GraphIndex
+from lipspark.query.engine import Session
+from lipspark.store import Store
+from lipspark.store.lock import LOCK_FILE, StoreLockedError, WriterLock
+from lipspark.workflow import run
+from tests.workflow.test_execution import LEDGER, stored
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def _holder(path: str, then: str = "time.sleep(120)") -> subprocess.Popen:
+    """A process that takes the writer lock of ``path``, says so, then does ``then``."""
+    code = textwrap.dedent(f"""
+        import os, signal, sys, time
+        sys.path.insert(0, {ROOT!r})
+        from lipspark.store.lock import WriterLock
+        lock = WriterLock({path!r}).acquire()
+        print("locked", flush=True)
+        {then}
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def _tree(root: str) -> list[str]:
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs + [""])
+
+
+def test_a_second_writer_fails_at_once_naming_the_first(tmp_path):
+    d = str(tmp_path / "s")
+    holder = _holder(d)
+    try:
+        with pytest.raises(StoreLockedError) as err:
+            WriterLock(d).acquire()
+        msg = str(err.value)
+        assert f"pid {holder.pid}" in msg and "\n" not in msg and "wait for it to finish" in msg
+        with pytest.raises(StoreLockedError, match=f"pid {holder.pid}"):
+            Store.create(d, "wf", True, {})
+        assert os.listdir(d) == [LOCK_FILE]  # the refused writer wrote nothing
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_run_refuses_a_store_being_written_before_spark_starts(tmp_path):
+    d = str(tmp_path / "s")
+    holder = _holder(d)
+    try:
+        # no spark fixture: run must fail on the lock before it starts Spark
+        proc = subprocess.run([sys.executable, "-m", "lipspark.cli", "run", LEDGER, "--graph", d, "--executions", "1"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+        assert proc.returncode != 0
+        lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and f"pid {holder.pid}" in lines[0], proc.stderr
+        assert os.listdir(d) == [LOCK_FILE]
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_lock_left_by_a_dead_process_is_recovered(tmp_path):
+    d = str(tmp_path / "s")
+    holder = _holder(d, "os.kill(os.getpid(), signal.SIGKILL)")
+    holder.wait()
+    assert holder.returncode == -signal.SIGKILL
+    lock = WriterLock(d)
+    assert lock.holder()["pid"] == holder.pid  # the dead holder is recorded, but holds nothing
+    with lock:
+        assert lock.holder()["pid"] == os.getpid()
+
+
+def _crash_leftovers(root: str) -> list[str]:
+    """What a writer that died mid-execution leaves: a pending execution, and an execution renamed
+    but not yet named by store.json (the crash between the rename and the commit)."""
+    n = len(Store.open(root).executions) + 1
+    for name in (f".pending-{n:06d}", f"{n:06d}"):
+        os.makedirs(os.path.join(root, "executions", name, "outputs"))
+        with open(os.path.join(root, "executions", name, "outputs", "part.parquet"), "w") as fh:
+            fh.write("half")
+    return [f".pending-{n:06d}", f"{n:06d}"]
+
+
+def test_readers_never_modify_the_store(spark, ledger_runs, tmp_path, capsys):
+    from lipspark.cli import main
+
+    root = str(tmp_path / "s")
+    shutil.copytree(ledger_runs[0], root, ignore=shutil.ignore_patterns("index"))
+    GraphIndex.load(root)  # the query-ready index is a derived cache, written under its own lock
+    left = _crash_leftovers(root)
+    before = _tree(root)
+    with WriterLock(root):  # a writer is at work: every kind of reader runs meanwhile
+        store = Store.open(root)
+        assert [e["n"] for e in store.executions] == [1, 2, 3]
+        g = GraphIndex.load(root)
+        assert len(g) > 0
+        assert main(["query", root, "-e", "ancestors output Changed of ledger execution 3", "--format", "json"]) == 0
+        assert main(["export", root, "--format", "graphml", "-o", str(tmp_path / "g.graphml")]) == 0
+        assert len(Session(root).run("zoomout ledger")[0].graph) > 0
+    capsys.readouterr()
+    assert _tree(root) == before  # nothing deleted, nothing added
+    # the next writer removes what the crashed one left, and continues the numbering
+    with Store.open(root) as store:
+        assert not any(os.path.exists(os.path.join(root, "executions", n)) for n in left)
+    run(LEDGER, graph_dir=root, spark=spark, executions=1)
+    assert [e["n"] for e in Store.open(root).executions] == [1, 2, 3, 4]
+
+
+def test_saving_without_the_lock_is_refused(ledger_runs):
+    store = Store.open(ledger_runs[0])
+    with pytest.raises(StoreError, match="without its writer lock"):
+        store.save()
+    with pytest.raises(StoreError, match="without its writer lock"):
+        store.begin(4)
+
+
+def test_a_first_run_that_crashed_is_resumed_by_the_next(spark, ledger_runs, tmp_path):
+    root = str(tmp_path / "first")
+    # the crash: the store is created (store.json, empty) and part of the initial state written
+    from lipspark.workflow.definition import load_definition
+
+    store = Store.create(root, "ledger", True, load_definition(LEDGER).with_params({}))
+    os.makedirs(os.path.join(root, "initial", "ledger", "Balances"))
+    with open(os.path.join(root, "initial", "ledger", "Balances", "part.parquet"), "w") as fh:
+        fh.write("half")
+    store._lock.release()  # type: ignore[union-attr]  # the process died: the kernel drops its lock
+    with pytest.raises(StoreError, match="nothing committed yet"):
+        GraphIndex.load(root)
+    run(LEDGER, graph_dir=root, spark=spark, executions=1)
+    clean = ledger_runs[0]  # an uninterrupted run of the same workflow, same parameters
+    assert stored(spark, root) == {k: v for k, v in stored(spark, clean).items() if k[0] == 1}
+    a, b = GraphIndex.load(root), GraphIndex.load(clean)
+    assert a.ids.tolist() == b.ids[:b.blocks[2]].tolist()  # blocks: initial state, execution 1, ...
+
+
+def test_a_session_keeps_its_snapshot_until_refreshed(spark, tmp_path):
+    root = str(tmp_path / "s")
+    run(LEDGER, graph_dir=root, spark=spark, executions=1)
+    session = Session(root)
+    first = session.run("zoomout intake")[0].graph
+    n1 = len(session.base)
+    run(LEDGER, graph_dir=root, spark=spark, executions=1)
+    assert len(session.base) == n1 and len(session.view) == len(first)
+    gained = session.refresh()
+    assert gained > 0 and len(session.base) == len(GraphIndex.load(root)) == n1 + gained
+    assert "intake" in session.view.zoom  # the session's zoom applies to the new graph
+    assert session.run("ancestors output Changed of ledger execution 2")[0].rows
+
+
+def test_an_index_ahead_of_a_readers_snapshot_is_read_as_its_prefix(ledger_runs, tmp_path):
+    from lipspark.graph import qindex
+
+    root = str(tmp_path / "s")
+    shutil.copytree(ledger_runs[0], root)
+    full = GraphIndex.load(root)
+    files = {n: os.stat(os.path.join(root, "index", n)).st_mtime_ns for n in os.listdir(os.path.join(root, "index"))}
+    # a reader that read store.json before execution 3 was committed (and indexed by another process)
+    meta = json.load(open(os.path.join(root, "store.json")))
+    meta["executions"] = meta["executions"][:2]
+    with open(os.path.join(root, "store.json"), "w") as fh:
+        json.dump(meta, fh)
+    _, imeta = qindex.update(root)
+    assert len(imeta["blocks"]) == 3  # initial state + 2 executions
+    g = GraphIndex.load(root)
+    assert 0 < len(g) < len(full) and set(g.ids.tolist()) <= set(full.ids.tolist())
+    assert {n: os.stat(os.path.join(root, "index", n)).st_mtime_ns for n in files} == files  # not rebuilt
