@@ -179,3 +179,91 @@ def test_an_index_ahead_of_a_readers_snapshot_is_read_as_its_prefix(ledger_runs,
     g = GraphIndex.load(root)
     assert 0 < len(g) < len(full) and set(g.ids.tolist()) <= set(full.ids.tolist())
     assert {n: os.stat(os.path.join(root, "index", n)).st_mtime_ns for n in files} == files  # not rebuilt
+
+
+class _Crash(BaseException):
+    """The process dies here (no clean-up runs: Store.abort is disabled while it is raised)."""
+
+
+@pytest.mark.slow
+def test_a_crash_at_any_step_of_a_commit_keeps_the_last_execution(spark, ledger_runs, tmp_path, monkeypatch):
+    """Fault injection on the real commit sequence: at each step a reader runs (it must see the
+    last committed execution and change nothing), then the writer dies; the next run continues
+    and the store ends equal to an uninterrupted run's."""
+    from lipspark.workflow.execution import Executor
+
+    root = str(tmp_path / "s")
+    run(LEDGER, graph_dir=root, spark=spark, executions=1)
+    real_replace, real_write_graph = os.replace, Executor._write_graph
+    state = {"point": None, "committed": 1}
+
+    def reader_then_crash(point: str) -> None:
+        if state["point"] != point:
+            return
+        before = _tree(root)
+        assert len(Store.open(root).executions) == state["committed"] + (point == "committed"), point
+        assert len(GraphIndex.load(root)) > 0
+        # the reader changed nothing (the derived index/ may have been appended)
+        assert [p for p in _tree(root) if not p.startswith("index")] == [p for p in before if not p.startswith("index")]
+        raise _Crash(point)
+
+    def replace(src, dst, *a, **kw):
+        if ".pending-" in str(src):
+            real_replace(src, dst, *a, **kw)
+            return reader_then_crash("renamed")
+        if str(dst).endswith("store.json") and os.path.dirname(str(dst)) == root:
+            reader_then_crash("store.json written")
+            real_replace(src, dst, *a, **kw)
+            return reader_then_crash("committed")
+        return real_replace(src, dst, *a, **kw)
+
+    def write_graph(self, n):
+        reader_then_crash("writing")
+        return real_write_graph(self, n)
+
+    monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(Executor, "_write_graph", write_graph)
+    for point in ("writing", "renamed", "store.json written", "committed"):
+        state["point"] = point
+        with monkeypatch.context() as m:
+            m.setattr(Store, "abort", lambda self: None)  # a dead process cleans nothing up
+            with pytest.raises(_Crash):
+                run(LEDGER, graph_dir=root, spark=spark, executions=1)
+        if point == "committed":
+            state["committed"] += 1
+        assert len(Store.open(root).executions) == state["committed"], point
+    state["point"] = None
+    run(LEDGER, graph_dir=root, spark=spark, executions=1)
+    assert [e["n"] for e in Store.open(root).executions] == [1, 2, 3]
+    assert sorted(os.listdir(os.path.join(root, "executions"))) == ["000001", "000002", "000003"]
+    assert stored(spark, root) == stored(spark, ledger_runs[0])
+    assert GraphIndex.load(root).ids.tolist() == GraphIndex.load(ledger_runs[0]).ids.tolist()
+
+
+@pytest.mark.slow
+def test_a_reader_process_during_a_writer_process(ledger_runs, tmp_path):
+    """The issue's scenario: queries in one process while `lipspark run` appends in another. The
+    writer finishes, every query answers from a committed snapshot, nothing is lost."""
+    from lipspark.cli import main
+
+    root = str(tmp_path / "s")
+    shutil.copytree(ledger_runs[0], root, ignore=shutil.ignore_patterns("index"))
+    with open(os.path.join(root, "store.json")) as fh:
+        meta = json.load(fh)
+    for e in meta["executions"][1:]:  # keep execution 1: the writer appends 2 and 3
+        shutil.rmtree(os.path.join(root, e["dir"]))
+    meta["executions"] = meta["executions"][:1]
+    meta["next_segment"] = meta["executions"][0]["segments"][1]
+    with open(os.path.join(root, "store.json"), "w") as fh:
+        json.dump(meta, fh)
+    writer = subprocess.Popen([sys.executable, "-m", "lipspark.cli", "run", LEDGER, "--graph", root, "--executions", "2", "--quiet"],
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = set()
+    while writer.poll() is None:
+        n = len(Store.open(root).executions)
+        assert main(["query", root, "-e", f"ancestors output Changed of ledger execution {n}", "--format", "json"]) == 0
+        seen.add(n)
+    out, err = writer.communicate()
+    assert writer.returncode == 0, err[-2000:]
+    assert [e["n"] for e in Store.open(root).executions] == [1, 2, 3] and seen
+    assert GraphIndex.load(root).ids.tolist() == GraphIndex.load(ledger_runs[0]).ids.tolist()
