@@ -114,3 +114,36 @@ def test_cli_run_deferred_and_materialize(spark, tmp_path, capsys):
     assert cli(["materialize", d, "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "1 executions" in out and "nodes" in out and "replayed" in out
+
+
+def test_two_replays_of_one_store_wait_for_each_other(spark, tmp_path, monkeypatch):
+    import time
+
+    from lipspark.store.lock import StoreLockedError
+    import importlib
+
+    mat = importlib.import_module("lipspark.workflow.materialize")  # the module (the package exports the function)
+    from tests.store.test_store import _holder
+
+    d = str(tmp_path / "deferred")
+    run(LEDGER, graph_dir=d, spark=spark, executions=1, capture="deferred")
+    sub_root = os.path.join(d, PROVENANCE_DIR)
+    holder = _holder(sub_root)  # another process replaying this store
+    try:
+        monkeypatch.setattr(mat, "REPLAY_WAIT", 0.5)
+        with pytest.raises(StoreLockedError, match=f"pid {holder.pid}"):
+            materialize(d, spark=spark)
+        assert os.listdir(sub_root) == [".writer.lock"]  # nothing written meanwhile
+    finally:
+        holder.kill()
+        holder.wait()
+    # a holder that finishes while we wait: the replay goes ahead after it, once
+    holder = _holder(sub_root, "time.sleep(2)")
+    t0 = time.perf_counter()
+    monkeypatch.setattr(mat, "REPLAY_WAIT", 60.0)
+    sub = materialize(d, spark=spark)
+    assert time.perf_counter() - t0 >= 1.0 and len(sub.executions) == 1
+    holder.wait()
+    mtime = os.stat(os.path.join(sub_root, "store.json")).st_mtime_ns
+    assert materialize(d, spark=spark).root == sub.root  # all replayed: nothing is replayed again
+    assert os.stat(os.path.join(sub_root, "store.json")).st_mtime_ns == mtime
