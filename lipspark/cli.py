@@ -68,6 +68,12 @@ def build_parser() -> argparse.ArgumentParser:
                                     "(manifests and Parquet tables). The index is derived: queries check it and append or "
                                     "rebuild it when it is missing or stale; this forces a rebuild. See docs/store-format.md.")
     ri.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
+    ck = sub.add_parser("check", help="verify every file a store names (present, size, checksum); exit 1 if any is damaged",
+                        description="Verify every file the records of a store or graph directory name — stored relations, "
+                                    "graph tables, a deferred store's replay — against the size and CRC-32 recorded when it "
+                                    "was written. Reads only. Prints one line per problem, naming the file and what repairs "
+                                    "it, then a summary; exits 1 if anything is damaged. See docs/reliability.md.")
+    ck.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     q = sub.add_parser("query", help="run provenance queries (zoom, delete, traces, polynomials) on a captured graph")
     q.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     src = q.add_mutually_exclusive_group(required=True)
@@ -163,6 +169,14 @@ def _reindex(args: Any) -> int:
     print(f"{args.graph}: indexed {len(meta['blocks'])} graph(s), {last['nodes']:,} nodes, {last['edges']:,} edges "
           f"in {time.perf_counter() - t0:.1f}s")
     return 0
+
+
+def _check(args: Any) -> int:
+    from lipspark.store.check import check_store
+
+    report = check_store(args.graph)
+    print(report)
+    return 0 if report.ok else 1
 
 
 def _materialized(path: str) -> None:
@@ -299,6 +313,8 @@ def main(argv: list[str] | None = None) -> int:
             return _query(args)
         if args.command == "reindex":
             return _reindex(args)
+        if args.command == "check":
+            return _check(args)
         if args.command == "export":
             return _export(args)
         if args.command == "viz":

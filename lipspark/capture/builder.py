@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from lipspark.errors import AnnotationError
 from lipspark.vocabulary.ids import check_segment
-from lipspark.vocabulary.segments import FORMAT_VERSION, SEG_COLUMN, Segment
+from lipspark.vocabulary.segments import FORMAT_VERSION, SEG_COLUMN, FileRef, Segment
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
@@ -128,12 +128,24 @@ class GraphBuilder:
                     entries[seg]["tables"][name] = {"path": rel}
             else:
                 _write_combined(path, name, parts, entries)
-        manifest: dict[str, Any] = {"format": "lipspark-graph", "version": FORMAT_VERSION,
-                                    "segments": [entries[s.seg] for s in self._segments]}
         os.makedirs(path, exist_ok=True)
+        manifest: dict[str, Any] = {"format": "lipspark-graph", "version": FORMAT_VERSION, "files": _table_files(path),
+                                    "segments": [entries[s.seg] for s in self._segments]}
         with open(os.path.join(path, "manifest.json"), "w") as fh:
             fh.write(_manifest_text(manifest))
         return manifest
+
+
+def _table_files(path: str) -> list[dict[str, Any]]:
+    """Every Parquet file of the graph at ``path`` (relative), with size and CRC-32: what
+    ``lipspark check`` verifies and the query-ready index is checked against."""
+    out = []
+    for d, _, names in sorted(os.walk(path)):
+        for n in sorted(names):
+            if n.endswith(".parquet"):
+                full = os.path.join(d, n)
+                out.append(FileRef.of(full, os.path.relpath(full, path)).to_json())
+    return out
 
 
 def _write_combined(path: str, name: str, parts: list[tuple[int, DataFrame]], entries: dict[int, dict[str, Any]]) -> None:

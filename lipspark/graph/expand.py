@@ -115,10 +115,15 @@ def _read_files(files: Sequence[FileRef], columns: list[str], what: str, root: s
         try:
             st = os.stat(path)
         except OSError as err:
-            raise StoreError(f"{what}: its file {path} is gone; the graph refers to it") from err
+            raise StoreError(f"{what}: its file {path} is gone; the graph refers to it (`lipspark check` lists every damaged file)") from err
         if st.st_size != f.size or st.st_mtime_ns != f.mtime_ns:
-            raise StoreError(f"{what}: file {path} changed after the graph was captured (size or modification time differ)")
-        t = pq.read_table(path, columns=columns).to_pandas(types_mapper=_NULLABLE.get)
+            raise StoreError(f"{what}: file {path} changed after the graph was captured (size or modification time differ); "
+                             "`lipspark check` lists every damaged file")
+        try:
+            t = pq.read_table(path, columns=columns).to_pandas(types_mapper=_NULLABLE.get)
+        except Exception as err:  # pyarrow raises several types for a damaged file
+            raise StoreError(f"{what}: file {path} cannot be read ({type(err).__name__}); it is damaged: "
+                             "`lipspark check` lists every damaged file") from None
         t["__pos"] = file_position(np.full(len(t), i, dtype=np.int64), np.arange(len(t), dtype=np.int64))
         parts.append(t)
     return concat_frames(parts) if parts else pd.DataFrame(columns=[*columns, "__pos"])

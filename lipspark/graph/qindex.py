@@ -333,7 +333,12 @@ def _check(root: str, gdir: str, segments: Sequence[Any] | None = None) -> dict[
     """What a block is checked against: its manifest's and its files' sizes and times."""
     from lipspark.vocabulary import BaseSegment, BoundarySegment
 
+    from lipspark.store.manifest import read_manifest
+
     out: dict[str, Any] = {"manifest": _stat(os.path.join(root, gdir, "manifest.json")), "files": {}}
+    for f in read_manifest(os.path.join(root, gdir)).get("files", []):  # the graph's own tables
+        rel = os.path.normpath(os.path.join(gdir, f["path"]))
+        out["files"][rel] = _stat(os.path.join(root, rel))
     for s in segments or []:
         refs = s.files if isinstance(s, BaseSegment) and s.files else s.source.files if isinstance(s, BoundarySegment) else ()
         for f in refs:

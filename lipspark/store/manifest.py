@@ -109,7 +109,8 @@ class TableReader:
             files = sorted(os.path.join(tpath, f) for f in os.listdir(tpath) if f.endswith(".parquet"))
             return pa.concat_tables([pq.read_table(f) for f in files], promote_options="default") if files else None
         except Exception as err:  # pyarrow raises several types for missing/corrupt files
-            raise StoreError(f"the graph at {self.path} is corrupt: table {rel} cannot be read ({err})") from err
+            raise StoreError(f"the graph at {self.path} is corrupt: table {rel} cannot be read ({type(err).__name__}); "
+                             "`lipspark check` lists every damaged file") from None
 
     def _split(self, rel: str, seg_column: str) -> tuple[dict[int, pa.Table], pa.Table | None]:
         """A shared table split by segment (rows in file order within a segment), and an

@@ -36,7 +36,7 @@ from lipspark.errors import StoreError
 from lipspark.vocabulary.ops import Op
 
 __all__ = [
-    "FORMAT_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
+    "FORMAT_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
     "BOUNDARY_ROLES", "BASE_ID",
 ]
@@ -66,18 +66,52 @@ def _require(d: Mapping[str, Any], key: str, what: str) -> Any:
 
 @dataclass(frozen=True)
 class FileRef:
-    """A Parquet file a graph refers to, with what it looked like when captured."""
+    """A Parquet file a graph refers to, with what it looked like when captured: its size,
+    modification time and CRC-32 (``None`` in stores written before checksums were recorded).
+
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> with open(os.path.join(d, "f.parquet"), "wb") as fh:
+    ...     _ = fh.write(b"PAR1")
+    >>> ref = FileRef.of(os.path.join(d, "f.parquet"), "rel/f.parquet")
+    >>> ref.size, ref.crc32, FileRef.from_json(ref.to_json()) == ref
+    (4, 1111623845, True)
+    """
 
     path: str
     size: int
     mtime_ns: int
+    crc32: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "size": self.size, "mtime_ns": self.mtime_ns}
+        out: dict[str, Any] = {"path": self.path, "size": self.size, "mtime_ns": self.mtime_ns}
+        if self.crc32 is not None:
+            out["crc32"] = self.crc32
+        return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "FileRef":
-        return cls(str(_require(d, "path", "a file reference")), int(d["size"]), int(d["mtime_ns"]))
+        crc = d.get("crc32")
+        return cls(str(_require(d, "path", "a file reference")), int(d["size"]), int(d["mtime_ns"]), None if crc is None else int(crc))
+
+    @classmethod
+    def of(cls, path: str, name: str) -> "FileRef":
+        """The reference of the file at ``path`` (recorded as ``name``), checksum included."""
+        import os
+
+        st = os.stat(path)
+        return cls(name, st.st_size, st.st_mtime_ns, file_crc32(path))
+
+
+def file_crc32(path: str) -> int:
+    """The CRC-32 of a file's bytes (what ``lipspark check`` compares with the recorded one)."""
+    import zlib
+
+    crc = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+    return crc
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,7 @@ class Executor:
         self.provenance = provenance and store.capture != "deferred"
         self.builder: GraphBuilder | None = None
         self._trackers: list[Tracker] = []
+        self._inputs: _Relations = {}  # the workflow inputs of the execution under way, as stored
 
     # ------------------------------------------------------------------ relations on disk
     def _write(self, df: Any, rel_dir: str) -> None:
@@ -181,8 +182,10 @@ class Executor:
         self.builder = GraphBuilder(first)
         self.store.begin(n)
         try:
+            self._inputs = {}
             state, outputs = self._run(n, inputs, on_invocation)
-            record = {"state": _json(state), "outputs": _json(outputs), "segments": [first, self.builder.next_segment]}
+            record = {"inputs": _json(self._inputs), "state": _json(state), "outputs": _json(outputs),
+                      "segments": [first, self.builder.next_segment]}
             if verify is not None:
                 verify(record)
             self.store.commit(n, record, self.builder.next_segment)
@@ -253,7 +256,9 @@ class Executor:
                 write_base(df, self.store.resolve(rel_dir))
                 context = inv.tracker.context if inv.tracker is not None else Context()
                 assert self.builder is not None
-                frames[rname] = self._read(inv, rel, self._token_relation(self.builder, context, rel, rel_dir), "i")
+                desc = self._token_relation(self.builder, context, rel, rel_dir)
+                self._inputs.setdefault(inv.node, {})[rname] = desc
+                frames[rname] = self._read(inv, rel, desc, "i")
         else:
             for e in self.workflow.inputs_of(inv.node):
                 for rname in e.relations:

@@ -53,10 +53,7 @@ def stored_files(store: Store, rel_dir: str) -> tuple[FileRef, ...]:
     """The Parquet files of a relation written at ``rel_dir``, in the order their rows are numbered."""
     absdir = store.resolve(rel_dir)
     names = sorted(n for n in os.listdir(absdir) if n.endswith(".parquet"))
-    out = []
-    for n in names:
-        st = os.stat(os.path.join(absdir, n))
-        out.append(FileRef(f"{rel_dir}/{n}", st.st_size, st.st_mtime_ns))
+    out = [FileRef.of(os.path.join(absdir, n), f"{rel_dir}/{n}") for n in names]  # checksummed: `lipspark check`
     if len(out) >= MAX_FILES:
         raise StoreError(f"{rel_dir} has {len(out)} files; lipspark numbers at most {MAX_FILES} per relation")
     return tuple(out)
