@@ -127,6 +127,20 @@ class Tracker:
             self._persisted.append(df)
         return df
 
+    def compute_once(self, df: DataFrame) -> DataFrame:
+        """``df`` computed now, once, for the output and the graph alike: for frames whose rows
+        may differ from one Spark job to the next (``rand()``, ``current_timestamp()``, ``limit``
+        over unordered rows), which would otherwise give the output one set of rows and the graph
+        another. A local checkpoint: its blocks live as long as the Spark application."""
+        return df.localCheckpoint(eager=True)
+
+    @property
+    def case_sensitive(self) -> bool:
+        """Whether column names are case-sensitive (``spark.sql.caseSensitive``, false by default)."""
+        if not hasattr(self, "_case_sensitive"):
+            self._case_sensitive = str(self.spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
+        return self._case_sensitive
+
     def release(self) -> None:
         """Unpersist what :meth:`share` cached."""
         for df in self._persisted:

@@ -22,6 +22,10 @@ __all__ = [
     "node_name",
     "read_projection",
     "read_aggregate",
+    "read_condition",
+    "references",
+    "nondeterministic",
+    "NONDETERMINISTIC",
 ]
 
 
@@ -86,6 +90,7 @@ class ProjectionItem:
     references: tuple[str, ...]
     udf_args: tuple[tuple[str, ...], ...] = ()
     udf_functions: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    nondeterministic: str | None = None  # the first function whose value may differ job to job
 
 
 @dataclass(frozen=True)
@@ -118,17 +123,47 @@ def _item(jexpr: Any) -> ProjectionItem:
     source = str(inner.fields["name"]) if inner.cls == "AttributeReference" else None
     udfs: list[str] = []
     udf_args: list[tuple[str, ...]] = []
-    refs = set()
     for node in inner.walk():
         if node.cls == "PythonUDF":
             udfs.append(str(node.fields["name"]))
             udf_args.append(tuple(str(c.fields["name"]) if c.cls == "AttributeReference" else "" for c in node.children))
-        elif node.cls == "AttributeReference":
-            refs.add(str(node.fields["name"]))
     funcs: tuple[Any, ...] = ()
     if udfs:  # one Py4J walk, only for expressions that call Python
         funcs = _python_functions(jexpr.child() if top.cls == "Alias" else jexpr)
-    return ProjectionItem(name, source, tuple(udfs), tuple(sorted(refs)), tuple(udf_args), funcs)
+    return ProjectionItem(name, source, tuple(udfs), references(inner), tuple(udf_args), funcs, nondeterministic(inner))
+
+
+#: Expressions whose value may differ from one Spark job to the next, although Spark calls some of
+#: them deterministic within one query (the current time is fixed per query, not per plan).
+NONDETERMINISTIC = frozenset({
+    "Rand", "Randn", "Uniform", "RandStr", "Uuid", "Shuffle", "MonotonicallyIncreasingID", "SparkPartitionID",
+    "InputFileName", "InputFileBlockStart", "InputFileBlockLength", "CurrentTimestamp", "CurrentDate", "Now",
+    "LocalTimestamp", "CurrentBatchTimestamp", "CurrentTimeZone", "CurrentTime",
+})
+
+
+def references(tree: "_Node") -> tuple[str, ...]:
+    """The input columns an expression tree reads."""
+    return tuple(sorted({str(n.fields["name"]) for n in tree.walk() if n.cls == "AttributeReference"}))
+
+
+def nondeterministic(tree: "_Node") -> str | None:
+    """The first function of an expression tree whose value may differ from job to job (a
+    :data:`NONDETERMINISTIC` one, or a Python UDF declared non-deterministic), else ``None``."""
+    for n in tree.walk():
+        if n.cls in NONDETERMINISTIC:
+            return n.cls
+        if n.cls == "PythonUDF" and n.fields.get("udfDeterministic") is False:
+            return f"{n.fields.get('name')} (a non-deterministic UDF)"
+    return None
+
+
+def read_condition(filtered: DataFrame) -> "_Node | None":
+    """The condition of a ``filter`` as an expression tree (``None`` if the plan is no Filter)."""
+    top = analyzed(filtered)
+    if node_name(top) != "Filter":
+        return None
+    return _tree(top.condition())
 
 
 def read_projection(source: DataFrame, projected: DataFrame) -> Projection | None:

@@ -9,6 +9,7 @@ provenance (:func:`generate`, Pig's FLATTEN).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -18,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark.capture.layout import Layout, check_visible
-from lipspark.vocabulary.columns import bag_col, factor, value_col
+from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
 from lipspark.capture.plan import Projection, ProjectionItem, read_projection
 from lipspark.capture.rules._common import BLACK_BOX_HINT, as_list
 from lipspark.errors import AnnotationError, UnsupportedOperation
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
 
 __all__ = [
-    "select", "plain_projection", "reroute", "value_black_boxes", "generate",
+    "select", "check_no_hidden", "plain_projection", "reroute", "value_black_boxes", "generate",
     "with_column", "with_columns", "with_column_renamed", "with_columns_renamed", "to_df", "drop", "select_expr",
 ]
 
@@ -41,6 +42,7 @@ def select(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
     """Projection: read what Spark makes of ``cols``, then apply the matching rule."""
     columns = _expand_star(frame, as_list(cols))
     proj, fast = _read(frame, columns)
+    check_no_hidden(proj.items)
     names = [it.name for it in proj.items]
     for n in names:
         check_visible(n)
@@ -49,21 +51,54 @@ def select(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
         raise UnsupportedOperation("select producing duplicate column names", "alias the columns so each name is unique")
     boxes = _black_boxes(frame, proj)
     if proj.generator is not None:
-        return generate(frame, columns, proj)
-    if fast is not None and not boxes:
-        return plain_projection(frame, fast)
-    return reroute(frame, columns, proj, boxes)
+        out = generate(frame, columns, proj)
+    elif fast is not None and not boxes:
+        out = plain_projection(frame, fast)
+    else:
+        out = reroute(frame, columns, proj, boxes)
+    if any(it.nondeterministic for it in proj.items):  # the output and the graph must see the same rows
+        out = out.derive(frame.tracker.compute_once(out.with_annotations()))
+    return out
+
+
+def check_no_hidden(items: Sequence[ProjectionItem]) -> None:
+    """Refuse an expression that reads lipspark's hidden columns: a ``*`` inside an expression
+    (``struct("*")``, ``hash("*")``, ``concat_ws(",", col("*"))``) expands to every column of
+    the annotated frame, annotations included, and would compute other values than plain Spark."""
+    for it in items:
+        hidden = [r for r in it.references if is_hidden(r)]
+        if hidden:
+            raise UnsupportedOperation(
+                f"column {it.name!r}: an expression over * (such as struct('*'), hash('*'), to_json(struct('*')) "
+                "or concat_ws(',', col('*')))",
+                "name the columns, e.g. F.struct(*[F.col(c) for c in df.columns]); a bare select('*') is fine")
+
+
+_STAR = re.compile(r"^Column<'(?:([^*]+)\.)?\*(?:\.\*)?'>$")
 
 
 def _expand_star(frame: AnnotatedFrame, cols: list[Any]) -> list[Any]:
+    """``"*"``, ``F.col("*")``, ``F.expr("*")`` and ``"t.*"`` as the frame's visible columns
+    (Spark would expand them to the hidden annotation columns too)."""
     out: list[Any] = []
     for c in cols:
-        if isinstance(c, str) and c == "*":
-            out.extend(frame.columns)
-        else:
-            if isinstance(c, str):
+        if isinstance(c, str):
+            m = re.fullmatch(r"(?:([^*]+)\.)?\*", c)
+            if m is None:
                 check_visible(c)
+                out.append(c)
+                continue
+            qualifier = m.group(1)
+        elif isinstance(c, Column) and "*" in (text := str(c)) and (m2 := _STAR.match(text)) is not None:
+            qualifier = m2.group(1)
+        else:
             out.append(c)
+            continue
+        if qualifier is None:
+            out.extend(frame.columns)
+        else:  # the visible columns of one side of a join, as Spark resolves `t.*`
+            names = frame.with_annotations().select(f"{qualifier}.*").columns
+            out.extend(F.col(f"{qualifier}.`{n}`") for n in names if not is_hidden(n))
     return out
 
 
@@ -205,12 +240,25 @@ def generate(frame: AnnotatedFrame, cols: list[Any], proj: Projection) -> Annota
 
 
 # ---------------------------------------------------------------------------- select in disguise
-def with_column(frame: AnnotatedFrame, name: str, col: Column) -> AnnotatedFrame:
-    """``withColumn``: a select replacing or appending one column."""
-    check_visible(name)
+def _named(frame: AnnotatedFrame, name: str) -> str | None:
+    """The visible column ``name`` refers to, matched as Spark matches names (case-insensitively
+    unless ``spark.sql.caseSensitive``), or ``None``."""
     visible = frame.columns
     if name in visible:
-        return select(frame, [col.alias(name) if c == name else c for c in visible])
+        return name
+    if not frame.tracker.case_sensitive:
+        return next((c for c in visible if c.lower() == name.lower()), None)
+    return None
+
+
+def with_column(frame: AnnotatedFrame, name: str, col: Column) -> AnnotatedFrame:
+    """``withColumn``: a select replacing (the column of that name, in any case unless names
+    are case-sensitive) or appending one column."""
+    check_visible(name)
+    visible = frame.columns
+    existing = _named(frame, name)
+    if existing is not None:
+        return select(frame, [col.alias(name) if c == existing else c for c in visible])
     return select(frame, [*visible, col.alias(name)])
 
 
@@ -225,9 +273,10 @@ def with_columns(frame: AnnotatedFrame, cols: dict[str, Column]) -> AnnotatedFra
 def with_column_renamed(frame: AnnotatedFrame, existing: str, new: str) -> AnnotatedFrame:
     """A rename keeps annotations (a renamed column passes through unchanged)."""
     check_visible(new)
-    if existing not in frame.columns:
+    found = _named(frame, existing)
+    if found is None:
         return frame
-    return select(frame, [F.col(c).alias(new) if c == existing else c for c in frame.columns])
+    return select(frame, [F.col(c).alias(new) if c == found else c for c in frame.columns])
 
 
 def with_columns_renamed(frame: AnnotatedFrame, names: dict[str, str]) -> AnnotatedFrame:
@@ -247,9 +296,9 @@ def to_df(frame: AnnotatedFrame, names: Sequence[str]) -> AnnotatedFrame:
 
 def drop(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
     """``drop`` by name: a select of the other columns."""
-    names = {c for c in cols if isinstance(c, str)}
-    if len(names) != len(cols):
+    if not all(isinstance(c, str) for c in cols):
         raise UnsupportedOperation("drop(Column)", "drop columns by name")
+    names = {_named(frame, c) for c in cols} - {None}
     return select(frame, [c for c in frame.columns if c not in names])
 
 

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from lipspark.capture.plan import nondeterministic, read_condition, references
+from lipspark.errors import UnsupportedOperation
+from lipspark.vocabulary.columns import is_hidden
+
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
 
@@ -17,8 +21,19 @@ __all__ = ["filter_rows", "order_by", "limit", "repartition", "coalesce", "alias
 
 
 def filter_rows(frame: AnnotatedFrame, condition: "Column | str") -> AnnotatedFrame:
-    """Selection: kept rows keep their annotation."""
-    return frame.derive(frame.with_annotations().filter(condition))
+    """Selection: kept rows keep their annotation. A condition over ``*`` (``hash(*)``) is
+    refused (it would read the hidden columns); one whose value may differ from job to job
+    (``rand()``) is computed once, for the output and the graph alike."""
+    out = frame.with_annotations().filter(condition)
+    cond = read_condition(out)
+    if cond is not None:
+        hidden = [r for r in references(cond) if is_hidden(r)]
+        if hidden:
+            raise UnsupportedOperation("filter with a condition over * (such as hash(*))",
+                                       "name the columns, e.g. F.hash(*[F.col(c) for c in df.columns])")
+        if nondeterministic(cond):
+            out = frame.tracker.compute_once(out)
+    return frame.derive(out)
 
 
 def order_by(frame: AnnotatedFrame, cols: tuple[Any, ...], kwargs: dict[str, Any]) -> AnnotatedFrame:
@@ -27,8 +42,10 @@ def order_by(frame: AnnotatedFrame, cols: tuple[Any, ...], kwargs: dict[str, Any
 
 
 def limit(frame: AnnotatedFrame, num: int) -> AnnotatedFrame:
-    """Post-processing: the rows kept keep their annotations."""
-    return frame.derive(frame.with_annotations().limit(num))
+    """Post-processing: the rows kept keep their annotations. Which rows a limit keeps may
+    differ from one Spark job to the next (after a shuffle, or among ties of an ordering), so
+    they are computed once, for the output and the graph alike."""
+    return frame.derive(frame.tracker.compute_once(frame.with_annotations().limit(num)))
 
 
 def repartition(frame: AnnotatedFrame, args: tuple[Any, ...]) -> AnnotatedFrame:
