@@ -258,6 +258,18 @@ class AnnotatedFrame:
 
     sort = orderBy
 
+    def hint(self, name: str, *parameters: Any) -> AnnotatedFrame:
+        """A query hint (``"broadcast"``, ``"merge"``, …): physical planning only, rows and
+        annotations unchanged. ``F.broadcast(df)`` on an annotated frame is ``df.hint("broadcast")``."""
+        return _selection.hint(self, name, parameters)
+
+    @property
+    def _jdf(self) -> Any:
+        raise UnsupportedOperation(
+            "a PySpark function or plain DataFrame method given an annotated frame (such as F.broadcast(df) or plain.join(df))",
+            "df.hint('broadcast') for a broadcast hint; call methods on the annotated frame (annotated.join(other)), "
+            "and annotate both sides of a join")
+
     def limit(self, num: int) -> AnnotatedFrame:
         """Post-processing: the rows kept keep their annotations."""
         return _selection.limit(self, num)

@@ -40,3 +40,14 @@ def test_rows_that_may_change_between_jobs_are_computed_once(spark, op):
     g, got = _every_row_in_the_graph(t, out)
     assert len(got) == out.count() > 0
     assert sorted(map(tuple, out.collect())) == sorted(tuple(x.row) for x in got)  # one set of rows, however often read
+
+
+def test_a_broadcast_hint_keeps_provenance_and_f_broadcast_names_it(spark):
+    from tests.test_frame import S, check, polys
+
+    t, ann = check(spark, lambda R, S: R.join(S.hint("broadcast"), "k"), R=R, S=S)
+    _, p = polys(t, ann)
+    assert sorted(str(v[0]) for v in p.values()) == ["R:1·S:10", "R:2·S:10", "R:3·S:11", "R:3·S:12", "R:4·S:11", "R:4·S:12"]
+    s = Tracker(spark).annotate(spark.createDataFrame(*S[:2]), "S", key=["sid"])
+    with pytest.raises(UnsupportedOperation, match=r"F.broadcast\(df\).*Instead: df.hint\('broadcast'\)"):
+        F.broadcast(s)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["filter_rows", "order_by", "limit", "repartition", "coalesce", "alias"]
+__all__ = ["filter_rows", "order_by", "limit", "hint", "repartition", "coalesce", "alias"]
 
 
 def filter_rows(frame: AnnotatedFrame, condition: "Column | str") -> AnnotatedFrame:
@@ -46,6 +46,11 @@ def limit(frame: AnnotatedFrame, num: int) -> AnnotatedFrame:
     differ from one Spark job to the next (after a shuffle, or among ties of an ordering), so
     they are computed once, for the output and the graph alike."""
     return frame.derive(frame.tracker.compute_once(frame.with_annotations().limit(num)))
+
+
+def hint(frame: AnnotatedFrame, name: str, parameters: tuple[Any, ...]) -> AnnotatedFrame:
+    """Physical planning only."""
+    return frame.derive(frame.with_annotations().hint(name, *parameters))
 
 
 def repartition(frame: AnnotatedFrame, args: tuple[Any, ...]) -> AnnotatedFrame:
