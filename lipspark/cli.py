@@ -14,10 +14,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
-from lipspark.errors import LipsparkError
+from lipspark.errors import Interrupted, LipsparkError
 
 __all__ = ["main", "build_parser"]
 
@@ -300,8 +301,29 @@ def _viz(args: Any) -> int:
     return 0
 
 
+def _quiet_py4j(record: Any) -> bool:
+    """Drop py4j's own log records (it logs to the root logger and to ``py4j.*`` with a traceback
+    when a command is interrupted or fails): the error that matters reaches :func:`main`, which
+    says it in one line."""
+    return "py4j" not in str(getattr(record, "pathname", ""))
+
+
 def main(argv: list[str] | None = None) -> int:
+    import logging
+
     args = build_parser().parse_args(argv)
+    root, py4j = logging.getLogger(), logging.getLogger("py4j")
+    level = py4j.level
+    root.addFilter(_quiet_py4j)  # py4j logs some records to the root logger, others to its own
+    py4j.setLevel(logging.CRITICAL + 1)
+    try:
+        return _main(args)
+    finally:
+        root.removeFilter(_quiet_py4j)
+        py4j.setLevel(level)
+
+
+def _main(args: Any) -> int:
     try:
         if args.command == "run":
             return _run(args)
@@ -319,11 +341,45 @@ def main(argv: list[str] | None = None) -> int:
             return _export(args)
         if args.command == "viz":
             return _viz(args)
+    except Interrupted as err:
+        _silence_spark()
+        print(f"lipspark: {err}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("lipspark: interrupted", file=sys.stderr)
+        return 130
     except LipsparkError as err:
         print(f"lipspark: error: {err}", file=sys.stderr)
         return 2
     return 1
 
 
+def _silence_spark() -> None:
+    """After Ctrl-C the command is ending: Spark's logs of the jobs it cancels are noise that
+    would follow the one line saying what the command left."""
+    if "pyspark" not in sys.modules:
+        return
+    try:
+        from pyspark import SparkContext
+
+        sc = SparkContext._active_spark_context
+        if sc is not None:
+            sc.setLogLevel("OFF")
+    except Exception:  # noqa: BLE001 - the JVM may already be gone
+        pass
+
+
+def console() -> None:
+    """The ``lipspark`` command. After Ctrl-C it leaves at once (``os._exit``): Spark's exit hooks
+    would talk to a JVM connection the interrupt broke, and print its tracebacks after the one
+    line that says what the interrupted command left."""
+    code = main()
+    if code == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -67,3 +67,7 @@ class QueryError(LipsparkError):
 
 class QuerySyntaxError(QueryError):
     """A provenance query does not parse; the message shows line, column and a caret."""
+
+
+class Interrupted(LipsparkError):
+    """The user interrupted a command (Ctrl-C); the message says what state it left."""

@@ -10,6 +10,7 @@ import hashlib
 import importlib.util
 import os
 import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -62,6 +63,23 @@ class WorkflowDefinition:
         return out
 
 
+def _where(err: BaseException, path: str) -> str:
+    """``file:line`` of the error in the definition file (its own line for a syntax error)."""
+    if isinstance(err, SyntaxError) and err.lineno is not None:
+        return f"{path}:{err.lineno}"
+    target = os.path.abspath(path)
+    line = None
+    for frame in traceback.extract_tb(err.__traceback__):
+        if os.path.abspath(frame.filename) == target:
+            line = frame.lineno
+    return f"{path}:{line}" if line is not None else path
+
+
+def _first_line(err: BaseException) -> str:
+    text = err.msg if isinstance(err, SyntaxError) else str(err)
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
 def load_definition(path: str) -> WorkflowDefinition:
     """Import a workflow definition file and return its ``DEFINITION``."""
     if not os.path.exists(path):
@@ -72,7 +90,11 @@ def load_definition(path: str) -> WorkflowDefinition:
         raise WorkflowError(f"{path} is not a Python module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:  # the user's file: one line with its file:line, not a traceback
+        sys.modules.pop(name, None)
+        raise WorkflowError(f"{_where(err, path)}: the workflow definition does not load: {type(err).__name__}: {_first_line(err)}") from None
     # black boxes defined in the file run on Spark's Python workers, which cannot import a
     # module loaded from a path: ship its functions by value
     from pyspark import cloudpickle

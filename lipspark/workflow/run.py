@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from lipspark.errors import StoreError
+from lipspark.errors import Interrupted, StoreError
 from lipspark.workflow.definition import WorkflowDefinition, load_definition
 from lipspark.workflow.execution import Executor, relation_frame
 from lipspark.store import Store
@@ -117,8 +119,10 @@ def run(
     workflow = definition.build(p)  # invalid parameters or workflows fail here, before anything is written
     # the writer lock is taken before Spark starts: a second writer fails at once, naming the first
     store, created = _open_store(definition, path, graph_dir, provenance, capture, p)
+    interrupted, previous, own_spark = threading.Event(), None, spark is None
     try:
         spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}")
+        previous = _on_interrupt(interrupted, spark, quiet=own_spark)
         executor = Executor(spark, workflow, store, provenance=provenance)
         try:
             executor.initialize(definition.initial_state(spark, p))
@@ -127,12 +131,63 @@ def run(
                 shutil.rmtree(graph_dir, ignore_errors=True)
             raise
         n_run = executions if executions is not None else int(p.get("numExec", 1))
-        times, stopped = _run_executions(spark, definition, executor, p, n_run, progress)
+        times, stopped = _run_executions(spark, definition, executor, p, n_run, progress, interrupted)
+    except BaseException as err:
+        if not (interrupted.is_set() or isinstance(err, KeyboardInterrupt)):
+            raise
+        # the store is at its last commit, whatever was under way: say so in one line
+        done = len(Store.open(store.root).executions) if os.path.exists(os.path.join(store.root, "store.json")) else 0
+        raise Interrupted(f"interrupted: the store at {store.root} keeps its {done} committed execution(s), unchanged; "
+                          "run the same command again to continue") from None
     finally:
         store.unlock()
+        _restore_interrupt(previous)
     nodes, edges = _graph_size(store) if provenance and count_graph else (None, None)
     return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, _output_counts(spark, store, workflow),
                       nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times, deferred=store.capture == "deferred")
+
+
+def _on_interrupt(flag: threading.Event, spark: Any, quiet: bool) -> Any:
+    """Ctrl-C during a run stops it at the next safe point, not in the middle of a JVM call.
+
+    The handler sets ``flag`` and cancels the run's Spark jobs from another thread (another JVM
+    connection: PySpark's own handler cancels through the connection the interrupted call is
+    using, which breaks it, and py4j and Spark then print pages of traces); the job under way
+    fails, and the run checks ``flag`` between invocations. A second Ctrl-C raises at once.
+    ``quiet``: the session is the run's own, so the logs of the jobs it cancels are silenced.
+    Returns the handler it replaces (``None`` off the main thread, where signals cannot be handled).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: Any) -> None:
+        if flag.is_set():
+            raise KeyboardInterrupt()
+        flag.set()
+        threading.Thread(target=_cancel_jobs, args=(spark, quiet), daemon=True).start()
+
+    return signal.signal(signal.SIGINT, handler)
+
+
+def _checkpoint(flag: threading.Event) -> None:
+    """A safe point: stop here if the run was interrupted."""
+    if flag.is_set():
+        raise KeyboardInterrupt()
+
+
+def _cancel_jobs(spark: Any, quiet: bool) -> None:
+    """Cancel the Spark jobs running for an interrupted run (best effort)."""
+    try:
+        if quiet:
+            spark.sparkContext.setLogLevel("OFF")
+        spark.sparkContext.cancelAllJobs()
+    except Exception:  # noqa: BLE001 - nothing more to do for a run that is stopping anyway
+        pass
+
+
+def _restore_interrupt(previous: Any) -> None:
+    if previous is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, previous)
 
 
 def _open_store(definition: WorkflowDefinition, path: str | None, graph_dir: str, provenance: bool, capture: str,
@@ -167,7 +222,7 @@ def _check_continues(store: Store, definition: WorkflowDefinition, graph_dir: st
 
 
 def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Executor, params: dict[str, Any], n_run: int,
-                    progress: bool) -> tuple[list[float], bool]:
+                    progress: bool, interrupted: threading.Event | None = None) -> tuple[list[float], bool]:
     """Run up to ``n_run`` executions (fewer if the definition's stop condition is met): the
     time each took, and whether the run stopped early."""
     bar = None
@@ -179,7 +234,10 @@ def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Execut
     try:
         for _ in range(n_run):
             e0 = time.perf_counter()
-            record = executor.execute(definition.inputs(spark, executor.store.next_execution, params))
+            stop = threading.Event() if interrupted is None else interrupted
+            _checkpoint(stop)
+            record = executor.execute(definition.inputs(spark, executor.store.next_execution, params),
+                                      on_invocation=lambda node: _checkpoint(stop))
             times.append(time.perf_counter() - e0)
             if bar:
                 bar.update(1)

@@ -267,3 +267,40 @@ def test_a_reader_process_during_a_writer_process(ledger_runs, tmp_path):
     assert writer.returncode == 0, err[-2000:]
     assert [e["n"] for e in Store.open(root).executions] == [1, 2, 3] and seen
     assert GraphIndex.load(root).ids.tolist() == GraphIndex.load(ledger_runs[0]).ids.tolist()
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_run_is_one_line_and_leaves_the_last_execution(spark, ledger_runs, tmp_path):
+    root = str(tmp_path / "s")
+    proc = subprocess.Popen([sys.executable, "-m", "lipspark.cli", "run", LEDGER, "--graph", root, "--executions", "3", "--quiet"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    import time
+
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if os.path.exists(os.path.join(root, "store.json")) and len(Store.open(root).executions) >= 1:
+            break
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-2000:]
+    assert "Traceback" not in err and "py4j" not in err.lower(), err[-3000:]
+    done = len(Store.open(root).executions)
+    assert err.strip().splitlines()[-1] == (f"lipspark: interrupted: the store at {root} keeps its {done} committed execution(s), "
+                                            "unchanged; run the same command again to continue")
+    assert 1 <= done < 3
+    # what the cancelled jobs left is not committed; the next run removes it and continues
+    run(LEDGER, graph_dir=root, spark=spark, executions=3 - done)
+    assert [e["n"] for e in Store.open(root).executions] == [1, 2, 3]
+    assert stored(spark, root) == stored(spark, ledger_runs[0])
+
+
+def test_a_graph_path_that_is_a_file_is_one_line_before_spark(tmp_path, capsys):
+    from lipspark.cli import main
+
+    f = tmp_path / "afile"
+    f.write_text("x")
+    assert main(["run", LEDGER, "--graph", str(f), "--executions", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"lipspark: error: {f} is a file, not a directory; choose an empty or new directory for the store"]
+    assert f.read_text() == "x"
