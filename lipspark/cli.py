@@ -20,7 +20,7 @@ from typing import Any
 
 from lipspark.errors import Interrupted, LipsparkError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "console", "build_parser"]
 
 
 def _param(text: str) -> tuple[str, str]:

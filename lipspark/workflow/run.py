@@ -135,8 +135,12 @@ def run(
     except BaseException as err:
         if not (interrupted.is_set() or isinstance(err, KeyboardInterrupt)):
             raise
+        if own_spark and spark is not None:  # the logs of the cancelled jobs were silenced: back to lipspark's level
+            _set_log_level(spark, "ERROR")
         # the store is at its last commit, whatever was under way: say so in one line
-        done = len(Store.open(store.root).executions) if os.path.exists(os.path.join(store.root, "store.json")) else 0
+        if not os.path.exists(os.path.join(store.root, "store.json")):
+            raise Interrupted(f"interrupted before the store's first commit: nothing was kept at {store.root}") from None
+        done = len(Store.open(store.root).executions)
         raise Interrupted(f"interrupted: the store at {store.root} keeps its {done} committed execution(s), unchanged; "
                           "run the same command again to continue") from None
     finally:
@@ -177,11 +181,18 @@ def _checkpoint(flag: threading.Event) -> None:
 
 def _cancel_jobs(spark: Any, quiet: bool) -> None:
     """Cancel the Spark jobs running for an interrupted run (best effort)."""
+    if quiet:
+        _set_log_level(spark, "OFF")
     try:
-        if quiet:
-            spark.sparkContext.setLogLevel("OFF")
         spark.sparkContext.cancelAllJobs()
     except Exception:  # noqa: BLE001 - nothing more to do for a run that is stopping anyway
+        pass
+
+
+def _set_log_level(spark: Any, level: str) -> None:
+    try:
+        spark.sparkContext.setLogLevel(level)
+    except Exception:  # noqa: BLE001 - best effort, for a run that is stopping
         pass
 
 
@@ -225,6 +236,7 @@ def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Execut
                     progress: bool, interrupted: threading.Event | None = None) -> tuple[list[float], bool]:
     """Run up to ``n_run`` executions (fewer if the definition's stop condition is met): the
     time each took, and whether the run stopped early."""
+    stop = threading.Event() if interrupted is None else interrupted
     bar = None
     if progress:
         from tqdm import tqdm
@@ -234,7 +246,6 @@ def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Execut
     try:
         for _ in range(n_run):
             e0 = time.perf_counter()
-            stop = threading.Event() if interrupted is None else interrupted
             _checkpoint(stop)
             record = executor.execute(definition.inputs(spark, executor.store.next_execution, params),
                                       on_invocation=lambda node: _checkpoint(stop))
