@@ -132,11 +132,13 @@ def test_kill_mid_execution_leaves_last_complete_execution(spark, tmp_path):
     env = {**os.environ, "LEDGER_KILL_AT": "2"}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=600)
     assert proc.returncode == -9, proc.stderr.decode()[-2000:]
-    store = Store.open(root)  # discards the half-written execution 2
+    store = Store.open(root)  # a reader: it sees execution 1 and leaves the half-written execution 2 alone
     assert [e["n"] for e in store.executions] == [1]
-    assert sorted(os.listdir(os.path.join(root, "executions"))) == ["000001"]
-    # continue: executions 2 and 3 run from the stored state and match an uninterrupted run
+    assert sorted(os.listdir(os.path.join(root, "executions"))) == [".pending-000002", "000001"]
+    # continue: the next writer removes it; executions 2 and 3 run from the stored state and
+    # match an uninterrupted run
     run(LEDGER, graph_dir=root, spark=spark, executions=2)
+    assert sorted(os.listdir(os.path.join(root, "executions"))) == ["000001", "000002", "000003"]
     clean = str(tmp_path / "clean")
     run(LEDGER, graph_dir=clean, spark=spark, executions=3)
     assert stored(spark, root) == stored(spark, clean)
