@@ -54,7 +54,7 @@ def check_store(path: str) -> CheckReport:
     """Verify the store (or graph directory) at ``path``; see the module docstring."""
     report = CheckReport(path)
     if os.path.exists(os.path.join(path, "store.json")):
-        _check_workflow_store(path, report, _eager_fix(path))
+        _check_workflow_store(path, report, _RESTORE)
     elif os.path.exists(os.path.join(path, "manifest.json")):
         _check_graph(path, ".", path, report, "restore it from a backup, or capture the graph again")
     else:
@@ -62,9 +62,9 @@ def check_store(path: str) -> CheckReport:
     return report
 
 
-def _eager_fix(root: str) -> str:
-    return ("restore it from a backup: the store cannot be rebuilt without it "
-            f"(or run the workflow again into a new store, `lipspark run WORKFLOW --graph NEW`)")
+#: The fix for a damaged file of a store's own records (a replay's are replayed again instead).
+_RESTORE = ("restore it from a backup: the store cannot be rebuilt without it "
+            "(or run the workflow again into a new store, `lipspark run WORKFLOW --graph NEW`)")
 
 
 def _check_workflow_store(root: str, report: CheckReport, fix: str) -> None:

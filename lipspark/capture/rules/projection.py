@@ -42,6 +42,9 @@ def select(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
     """Projection: read what Spark makes of ``cols``, then apply the matching rule."""
     columns = _expand_star(frame, as_list(cols))
     proj, fast = _read(frame, columns)
+    if any(is_hidden(it.name) for it in proj.items):  # a bare star given as a Column: expand it, analyze again
+        columns = _expand_star(frame, columns, columns_too=True)
+        proj, fast = _read(frame, columns)
     check_no_hidden(proj.items)
     names = [it.name for it in proj.items]
     for n in names:
@@ -77,9 +80,11 @@ def check_no_hidden(items: Sequence[ProjectionItem]) -> None:
 _STAR = re.compile(r"^Column<'(?:([^*]+)\.)?\*(?:\.\*)?'>$")
 
 
-def _expand_star(frame: AnnotatedFrame, cols: list[Any]) -> list[Any]:
-    """``"*"``, ``F.col("*")``, ``F.expr("*")`` and ``"t.*"`` as the frame's visible columns
-    (Spark would expand them to the hidden annotation columns too)."""
+def _expand_star(frame: AnnotatedFrame, cols: list[Any], columns_too: bool = False) -> list[Any]:
+    """``"*"`` and ``"t.*"`` — with ``columns_too`` also ``F.col("*")`` and ``F.expr("*")``,
+    whose text costs a JVM call each, so only asked for when the analyzed select shows a hidden
+    column — as the frame's visible columns (Spark would expand them to the hidden annotation
+    columns too)."""
     out: list[Any] = []
     for c in cols:
         if isinstance(c, str):
@@ -89,7 +94,7 @@ def _expand_star(frame: AnnotatedFrame, cols: list[Any]) -> list[Any]:
                 out.append(c)
                 continue
             qualifier = m.group(1)
-        elif isinstance(c, Column) and "*" in (text := str(c)) and (m2 := _STAR.match(text)) is not None:
+        elif columns_too and isinstance(c, Column) and (m2 := _STAR.match(str(c))) is not None:
             qualifier = m2.group(1)
         else:
             out.append(c)
