@@ -114,6 +114,7 @@ class Tracker:
         self.share_breaker_inputs = share_breaker_inputs
         self.black_boxes = BlackBoxRegistry()
         self._persisted: list[DataFrame] = []
+        self._case_sensitive: bool | None = None  # read from the session's conf when first needed
 
     def share(self, df: DataFrame) -> DataFrame:
         """Mark the input of a pipeline breaker to be computed once for the output and the graph.
@@ -137,7 +138,7 @@ class Tracker:
     @property
     def case_sensitive(self) -> bool:
         """Whether column names are case-sensitive (``spark.sql.caseSensitive``, false by default)."""
-        if not hasattr(self, "_case_sensitive"):
+        if self._case_sensitive is None:
             self._case_sensitive = str(self.spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
         return self._case_sensitive
 

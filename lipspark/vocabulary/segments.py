@@ -28,6 +28,8 @@ True
 """
 from __future__ import annotations
 
+import os
+import zlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
@@ -97,16 +99,12 @@ class FileRef:
     @classmethod
     def of(cls, path: str, name: str) -> "FileRef":
         """The reference of the file at ``path`` (recorded as ``name``), checksum included."""
-        import os
-
         st = os.stat(path)
         return cls(name, st.st_size, st.st_mtime_ns, file_crc32(path))
 
 
 def file_crc32(path: str) -> int:
     """The CRC-32 of a file's bytes (what ``lipspark check`` compares with the recorded one)."""
-    import zlib
-
     crc = 0
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):

@@ -77,7 +77,6 @@ class Executor:
         self.provenance = provenance and store.capture != "deferred"
         self.builder: GraphBuilder | None = None
         self._trackers: list[Tracker] = []
-        self._inputs: _Relations = {}  # the workflow inputs of the execution under way, as stored
 
     # ------------------------------------------------------------------ relations on disk
     def _write(self, df: Any, rel_dir: str) -> None:
@@ -182,9 +181,8 @@ class Executor:
         self.builder = GraphBuilder(first)
         self.store.begin(n)
         try:
-            self._inputs = {}
-            state, outputs = self._run(n, inputs, on_invocation)
-            record = {"inputs": _json(self._inputs), "state": _json(state), "outputs": _json(outputs),
+            stored_inputs, state, outputs = self._run(n, inputs, on_invocation)
+            record = {"inputs": _json(stored_inputs), "state": _json(state), "outputs": _json(outputs),
                       "segments": [first, self.builder.next_segment]}
             if verify is not None:
                 verify(record)
@@ -195,13 +193,13 @@ class Executor:
         return record
 
     def _run(self, n: int, inputs: Mapping[str, Mapping[str, Any]],
-             on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations]:
+             on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations, _Relations]:
         """The invocations of execution ``n``, then its graph; the trackers' caches (the graph
         reads them) are freed either way."""
         try:
-            state, outputs = self._invocations(n, inputs, on_invocation)
+            relations = self._invocations(n, inputs, on_invocation)
             self._write_graph(n)
-            return state, outputs
+            return relations
         finally:
             self._release()
 
@@ -212,21 +210,22 @@ class Executor:
             self.builder.write(os.path.join(self.store.resolve(self.store.final_dir(n)), "graph"))
 
     def _invocations(self, n: int, inputs: Mapping[str, Mapping[str, Any]],
-                     on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations]:
-        """Every invocation of execution ``n`` in topological order: the state after them and
-        every module's outputs."""
+                     on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations, _Relations]:
+        """Every invocation of execution ``n`` in topological order: the workflow inputs as
+        stored, the state after them and every module's outputs."""
         state = {m: {r: descriptor(d) for r, d in rels.items()} for m, rels in self.store.current_state().items()}
+        stored_inputs: _Relations = {}
         outputs: _Relations = {}
         for node_id in self.workflow.topological_order():
             inv = self._invocation(n, node_id)
-            frames = self._module_inputs(inv, inputs, outputs)
+            frames = self._module_inputs(inv, inputs, outputs, stored_inputs)
             frames.update(self._module_state(inv, state))
             result = self._call(inv, frames)
             outputs[node_id] = self._store_outputs(inv, result)
             state[inv.module.name].update(self._store_state(inv, result))
             if on_invocation:
                 on_invocation(node_id)
-        return state, outputs
+        return stored_inputs, state, outputs
 
     def _invocation(self, n: int, node_id: str) -> _Invocation:
         """Start an invocation: its segment, its node and, with provenance, its own tracker."""
@@ -242,9 +241,10 @@ class Executor:
         self.builder.record(InvocationSegment(inv_seg, context, label=module.name))
         return _Invocation(node_id, module, n, inv_id, tracker)
 
-    def _module_inputs(self, inv: _Invocation, inputs: Mapping[str, Mapping[str, Any]], outputs: _Relations) -> dict[str, Any]:
-        """The invocation's inputs: workflow inputs (stored first) for an input node, else the
-        outputs of the modules feeding it."""
+    def _module_inputs(self, inv: _Invocation, inputs: Mapping[str, Mapping[str, Any]], outputs: _Relations,
+                       stored_inputs: _Relations) -> dict[str, Any]:
+        """The invocation's inputs: workflow inputs (stored first, and described in
+        ``stored_inputs``) for an input node, else the outputs of the modules feeding it."""
         module, frames = inv.module, {}
         if self.workflow.nodes[inv.node].input:
             edir = self.store.final_dir(inv.execution)
@@ -257,7 +257,7 @@ class Executor:
                 context = inv.tracker.context if inv.tracker is not None else Context()
                 assert self.builder is not None
                 desc = self._token_relation(self.builder, context, rel, rel_dir)
-                self._inputs.setdefault(inv.node, {})[rname] = desc
+                stored_inputs.setdefault(inv.node, {})[rname] = desc
                 frames[rname] = self._read(inv, rel, desc, "i")
         else:
             for e in self.workflow.inputs_of(inv.node):
