@@ -3,17 +3,24 @@
 >>> from lipspark.session import default_conf
 >>> default_conf()["spark.ui.enabled"]
 'false'
+>>> run_concurrently([lambda: 1, lambda: 2])
+[1, 2]
 """
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ["get_spark", "default_conf"]
+__all__ = ["get_spark", "default_conf", "run_concurrently"]
+
+_T = TypeVar("_T")
+#: Spark jobs one writer submits at once (see :func:`run_concurrently`).
+CONCURRENT_JOBS = 4
 
 
 def default_conf(shuffle_partitions: int = 4) -> dict[str, str]:
@@ -68,3 +75,23 @@ def get_spark(
     if not existed:
         spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def run_concurrently(actions: Sequence[Callable[[], _T]], *, workers: int = CONCURRENT_JOBS) -> list[_T]:
+    """Run Spark actions (writes, mostly) from several threads at once; their results in order.
+
+    A workflow writes many small relations, and a small Spark job spends most of its time on
+    the driver (planning, scheduling, committing files) rather than on the executors' cores, so
+    the jobs of one invocation overlap well on ``local[2]``. Every action runs to its end; the
+    first error (in the order of ``actions``) is raised after all have finished, so nothing is
+    still writing when the caller cleans up. Actions must not depend on each other's results.
+    """
+    if len(actions) <= 1:
+        return [a() for a in actions]
+    with ThreadPoolExecutor(max_workers=min(workers, len(actions)), thread_name_prefix="lipspark-job") as pool:
+        futures = [pool.submit(a) for a in actions]
+    for f in futures:  # the pool has joined every thread: all actions are done
+        err = f.exception()
+        if err is not None:
+            raise err
+    return [f.result() for f in futures]

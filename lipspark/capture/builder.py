@@ -33,9 +33,10 @@ from __future__ import annotations
 import json
 import os
 from functools import reduce
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from lipspark.errors import AnnotationError
+from lipspark.session import run_concurrently
 from lipspark.vocabulary.ids import check_segment
 from lipspark.vocabulary.segments import FORMAT_VERSION, SEG_COLUMN, FileRef, Segment
 
@@ -120,14 +121,16 @@ class GraphBuilder:
         for s in self._segments:
             for name, df in self._tables[s.seg].items():
                 by_name.setdefault(name, []).append((s.seg, df))
+        jobs: list[Callable[[], None]] = []
         for name, parts in by_name.items():
             if name == "tuples":  # base relations copied into the graph: columns differ, one job each
                 for seg, df in parts:
                     rel = f"seg-{seg:06d}/{name}"
-                    df.write.mode("errorifexists").parquet(os.path.join(path, rel))
+                    jobs.append(_writer(df, os.path.join(path, rel)))
                     entries[seg]["tables"][name] = {"path": rel}
             else:
-                _write_combined(path, name, parts, entries)
+                jobs.append(_combined(path, name, parts, entries))
+        run_concurrently(jobs)  # one job per table kind, at once: they share the module's cached frames
         os.makedirs(path, exist_ok=True)
         manifest: dict[str, Any] = {"format": "lipspark-graph", "version": FORMAT_VERSION, "files": _table_files(path),
                                     "segments": [entries[s.seg] for s in self._segments]}
@@ -148,8 +151,12 @@ def _table_files(path: str) -> list[dict[str, Any]]:
     return out
 
 
-def _write_combined(path: str, name: str, parts: list[tuple[int, DataFrame]], entries: dict[int, dict[str, Any]]) -> None:
-    """Write the tables called ``name`` of several segments with one job into one file.
+def _writer(df: DataFrame, path: str) -> Callable[[], None]:
+    return lambda: df.write.mode("errorifexists").parquet(path)
+
+
+def _combined(path: str, name: str, parts: list[tuple[int, DataFrame]], entries: dict[int, dict[str, Any]]) -> Callable[[], None]:
+    """The job that writes the tables called ``name`` of several segments into one file.
 
     The rows of all segments go into ``path/<name>/`` with their segment number in column
     :data:`SEG_COLUMN`, in segment order (a union coalesced into one partition keeps its
@@ -165,7 +172,7 @@ def _write_combined(path: str, name: str, parts: list[tuple[int, DataFrame]], en
         entries[seg]["tables"][name] = {"path": name, "seg_column": SEG_COLUMN, "columns": {v: k for k, v in renamed.items()}}
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     # one partition, hence one file (Spark writes it even without rows, so the columns are known)
-    union.coalesce(1).write.mode("errorifexists").parquet(os.path.join(path, name))
+    return _writer(union.coalesce(1), os.path.join(path, name))
 
 
 def _manifest_text(manifest: dict[str, Any]) -> str:

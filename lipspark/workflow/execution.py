@@ -32,6 +32,7 @@ from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
 from lipspark.errors import WorkflowError
 from lipspark.frame import AnnotatedFrame
+from lipspark.session import run_concurrently
 from lipspark.store import Store
 from lipspark.tracker import Tracker
 from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, InvocationSegment, PScheme, RelationDescriptor
@@ -42,6 +43,7 @@ from lipspark.workflow.relations import (
     check_schema,
     descriptor,
     position_col,
+    read_stored,
     relation_frame,
     stored_files,
     value_node_col,
@@ -79,7 +81,8 @@ class Executor:
         self._trackers: list[Tracker] = []
 
     # ------------------------------------------------------------------ relations on disk
-    def _write(self, df: Any, rel_dir: str) -> None:
+    def _writer(self, df: Any, rel_dir: str) -> Callable[[], None]:
+        """The job that writes ``df`` at ``rel_dir`` (planned now, run by the caller)."""
         if isinstance(df, AnnotatedFrame):
             # Boundary node ids are positions in these files, and after a shuffle neither the
             # partition a row lands in nor its order there is guaranteed to repeat (the crash test
@@ -89,7 +92,8 @@ class Executor:
             data = data.coalesce(1).sortWithinPartitions(*keys)
         else:
             data = df
-        data.write.mode("errorifexists").parquet(self.store.resolve(rel_dir))
+        path = self.store.resolve(rel_dir)
+        return lambda: data.write.mode("errorifexists").parquet(path)
 
     def _token_relation(self, builder: GraphBuilder, context: Context, rel: Relation, rel_dir: str,
                         node_type: str | None = "i") -> RelationDescriptor:
@@ -105,7 +109,7 @@ class Executor:
 
     def _read(self, inv: _Invocation, rel: Relation, desc: RelationDescriptor, role: str) -> Any:
         """A stored relation as the input (role i) or state (role s) of an invocation."""
-        df = self.spark.read.parquet(self.store.resolve(desc.dir))
+        df = read_stored(self.spark, self.store.resolve(desc.dir), desc.files)
         if inv.tracker is None:
             return df
         builder, context = inv.tracker.builder, inv.tracker.context
@@ -121,9 +125,9 @@ class Executor:
         cols += [F.col(bag_col(b)) for b in desc.bags]
         return AnnotatedFrame(inv.tracker, df.select(*cols), Layout(1, tuple(desc.values), desc.bags))
 
-    def _store_result(self, inv: _Invocation, rel: Relation, frame: Any, rel_dir: str, kind: str) -> RelationDescriptor:
-        """Write an output (kind ``output``) or new state (kind ``collapse``) relation."""
-        self._write(frame, rel_dir)
+    def _describe_result(self, inv: _Invocation, rel: Relation, frame: Any, rel_dir: str, kind: str) -> RelationDescriptor:
+        """Describe an output (kind ``output``) or new state (kind ``collapse``) relation just
+        written at ``rel_dir``: its files and, with provenance, its boundary segments."""
         files = stored_files(self.store, rel_dir)
         if inv.tracker is None:
             return RelationDescriptor(rel_dir, files)
@@ -221,8 +225,8 @@ class Executor:
             frames = self._module_inputs(inv, inputs, outputs, stored_inputs)
             frames.update(self._module_state(inv, state))
             result = self._call(inv, frames)
-            outputs[node_id] = self._store_outputs(inv, result)
-            state[inv.module.name].update(self._store_state(inv, result))
+            outputs[node_id], new_state = self._store_results(inv, result)
+            state[inv.module.name].update(new_state)
             if on_invocation:
                 on_invocation(node_id)
         return stored_inputs, state, outputs
@@ -285,24 +289,24 @@ class Executor:
             raise WorkflowError(f"module {module.name!r} returned {sorted(result)}; expected every output {list(module.outputs)} and optionally state relations {list(module.state)}" + (f"; unknown: {unknown}" if unknown else ""))
         return result
 
-    def _store_outputs(self, inv: _Invocation, result: dict[str, Any]) -> dict[str, RelationDescriptor]:
-        edir = self.store.final_dir(inv.execution)
-        out = {}
-        for rname in inv.module.outputs:
-            rel = inv.module.relation(rname)
-            check_schema(inv.module, rel, result[rname])
-            out[rname] = self._store_result(inv, rel, result[rname], f"{edir}/outputs/{inv.node}/{rname}", "output")
-        return out
-
-    def _store_state(self, inv: _Invocation, result: dict[str, Any]) -> dict[str, RelationDescriptor]:
-        edir = self.store.final_dir(inv.execution)
-        out = {}
-        for rname in inv.module.state:
-            if rname in result:
-                rel = inv.module.relation(rname)
-                check_schema(inv.module, rel, result[rname])
-                out[rname] = self._store_result(inv, rel, result[rname], f"{edir}/state/{inv.node}/{rname}", "collapse")
-        return out
+    def _store_results(self, inv: _Invocation, result: dict[str, Any]) -> tuple[dict[str, RelationDescriptor], dict[str, RelationDescriptor]]:
+        """Write the invocation's outputs and the state relations it returned, all at once
+        (:func:`~lipspark.session.run_concurrently`), then describe them in a fixed order —
+        outputs, then state, each in the module's declared order — so segment numbers do not
+        depend on which write finished first."""
+        edir, module = self.store.final_dir(inv.execution), inv.module
+        planned = [(rname, kind, f"{edir}/{where}/{inv.node}/{rname}")
+                   for names, kind, where in ((module.outputs, "output", "outputs"),
+                                              ([r for r in module.state if r in result], "collapse", "state"))
+                   for rname in names]
+        for rname, _, _ in planned:
+            check_schema(module, module.relation(rname), result[rname])
+        run_concurrently([self._writer(result[rname], rel_dir) for rname, _, rel_dir in planned])
+        described: tuple[dict[str, RelationDescriptor], dict[str, RelationDescriptor]] = ({}, {})
+        for rname, kind, rel_dir in planned:
+            desc = self._describe_result(inv, module.relation(rname), result[rname], rel_dir, kind)
+            described[kind == "collapse"][rname] = desc
+        return described
 
     def _release(self) -> None:
         """Free what every invocation's tracker cached."""

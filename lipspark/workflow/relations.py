@@ -7,6 +7,7 @@ boundary node ids are made of (:func:`position_col`).
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from typing import Any, Mapping
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from lipspark.vocabulary.columns import is_hidden, value_col
 from lipspark.errors import StoreError
@@ -23,7 +25,11 @@ from lipspark.vocabulary import FileRef, RelationDescriptor
 from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
 from lipspark.workflow.module import Module, Relation
 
-__all__ = ["StoredRelation", "check_schema", "relation_frame", "stored_files", "write_base", "position_col", "value_node_col", "descriptor"]
+__all__ = ["StoredRelation", "check_schema", "relation_frame", "read_stored", "stored_files", "write_base", "position_col",
+           "value_node_col", "descriptor"]
+
+#: the key under which Spark keeps a DataFrame's own schema in the Parquet files it writes
+SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 
 _TYPE_ALIASES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint", "real": "float", "dec": "decimal"}
 
@@ -57,6 +63,29 @@ def stored_files(store: Store, rel_dir: str) -> tuple[FileRef, ...]:
     if len(out) >= MAX_FILES:
         raise StoreError(f"{rel_dir} has {len(out)} files; lipspark numbers at most {MAX_FILES} per relation")
     return tuple(out)
+
+
+def _spark_schema(path: str) -> T.StructType | None:
+    """The Spark schema a Parquet file written by Spark carries in its footer (``None`` for
+    files written otherwise): the schema Spark itself infers from such a file, read here
+    without the Spark job that inference costs."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_metadata(path).metadata or {}
+    text = meta.get(SPARK_SCHEMA_KEY)
+    return T.StructType.fromJson(json.loads(text)) if text else None
+
+
+def read_stored(spark: SparkSession, path: str, files: "tuple[FileRef, ...]") -> DataFrame:
+    """The relation stored at ``path`` (whose Parquet files are ``files``) as a DataFrame.
+
+    Spark infers a Parquet relation's schema with a job of its own; a store's relations were
+    written by Spark, whose schema is in each file's footer, so it is read from there and given
+    to the reader (the same schema, made nullable, as inference gives). A relation whose files
+    carry none is read with inference."""
+    schema = _spark_schema(os.path.join(path, os.path.basename(files[0].path))) if files else None
+    reader = spark.read if schema is None else spark.read.schema(schema)
+    return reader.parquet(path)
 
 
 def position_col(desc: RelationDescriptor) -> Column:
