@@ -10,8 +10,11 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -23,7 +26,8 @@ from lipspark.vocabulary import FileRef, RelationDescriptor
 from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
 from lipspark.workflow.module import Module, Relation
 
-__all__ = ["StoredRelation", "check_schema", "relation_frame", "stored_files", "write_base", "position_col", "value_node_col", "descriptor"]
+__all__ = ["StoredRelation", "check_schema", "relation_frame", "stored_files", "write_base", "position_col", "value_node_col", "descriptor",
+           "key_repeat"]
 
 _TYPE_ALIASES = {"long": "bigint", "integer": "int", "short": "smallint", "byte": "tinyint", "real": "float", "dec": "decimal"}
 
@@ -57,6 +61,35 @@ def stored_files(store: Store, rel_dir: str) -> tuple[FileRef, ...]:
     if len(out) >= MAX_FILES:
         raise StoreError(f"{rel_dir} has {len(out)} files; lipspark numbers at most {MAX_FILES} per relation")
     return tuple(out)
+
+
+def key_repeat(paths: Sequence[str], key: Sequence[str]) -> tuple[tuple[Any, ...], int] | None:
+    """The key value with a null, else the one on the most rows if more than one, in the Parquet
+    files ``paths`` (read on the driver, key columns only: no Spark job), and on how many rows;
+    ``None`` when ``key`` identifies each row.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); f = os.path.join(d, "r.parquet")
+    >>> pq.write_table(pa.table({"k": ["a", "b", "b"], "x": [1, 2, 3]}), f)
+    >>> key_repeat([f], ["k"]), key_repeat([f], ["k", "x"])
+    ((('b',), 2), None)
+    """
+    parts = [pq.read_table(p, columns=list(key)) for p in paths]
+    if not parts or not sum(t.num_rows for t in parts):
+        return None
+    names = [f"k{i}" for i in range(len(key))]  # the user's names could be those of the count below
+    t = pa.concat_tables(parts, promote_options="default").rename_columns(names)
+    groups = t.group_by(names, use_threads=False).aggregate([([], "count_all")])
+    n = groups.column("count_all")
+    null = pc.is_null(groups.column(names[0]))
+    for k in names[1:]:
+        null = pc.or_(null, pc.is_null(groups.column(k)))
+    bad = groups.append_column("null", null).filter(pc.or_(null, pc.greater(n, 1)))
+    if not bad.num_rows:
+        return None
+    order = [("null", "descending"), ("count_all", "descending"), *[(k, "ascending") for k in names]]
+    worst = bad.sort_by(order).slice(0, 1).to_pylist()[0]
+    return tuple(worst[k] for k in names), int(worst["count_all"])
 
 
 def position_col(desc: RelationDescriptor) -> Column:
