@@ -12,7 +12,7 @@ from lipspark.errors import SchemaError, StoreError
 from lipspark.graph.index import GraphIndex
 from lipspark.workflow import Module, Store, Workflow, WorkflowDefinition, run
 from lipspark.workflow.execution import relation_frame
-from tests.util import multiset
+from tests.util import damaged, multiset
 
 HERE = os.path.dirname(__file__)
 LEDGER = os.path.join(HERE, "..", "fixtures", "ledger.py")
@@ -111,6 +111,7 @@ def test_store_errors(tmp_path):
         Store.open(str(tmp_path / "missing"))
     root = tmp_path / "corrupt"
     root.mkdir()
+    damaged(root)
     (root / "store.json").write_text("{not json")
     with pytest.raises(StoreError, match="corrupt"):
         Store.open(str(root))
