@@ -28,6 +28,7 @@ demo: check-java $(STAMP)
 bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/micro.py
 	$(BIN)/python benchmarks/car_dealership.py
+	$(BIN)/python benchmarks/key_check.py      # annotate(key=...) and workflow inputs, with and without the key check
 	$(BIN)/python benchmarks/queries.py   # needs graphs/car_dealership-demo (make demo)
 	$(BIN)/python benchmarks/cold_queries.py   # the same, as whole processes on mapped stores
 	$(BIN)/lipspark bench                 # WorkflowGen: car dealership + Arctic stations (long)

@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import os
 import re
+from functools import reduce
 from typing import TYPE_CHECKING, Any, Sequence
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lipspark.blackbox import BlackBoxRegistry
 from lipspark.capture.builder import GraphBuilder
 from lipspark.capture.layout import Layout
-from lipspark.vocabulary.columns import factor, is_hidden
+from lipspark.vocabulary.columns import PREFIX, factor, is_hidden
 from lipspark.errors import AnnotationError
 from lipspark.frame import AnnotatedFrame
 from lipspark.vocabulary import BASE_ID, BaseSegment, Context, FileRef
 from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
+from lipspark.vocabulary.tokens import key_violation
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.graph.index import GraphIndex
@@ -80,6 +82,28 @@ def _parquet_source(df: DataFrame) -> list[FileRef] | None:
     if len(out) >= MAX_FILES:
         return None
     return out
+
+
+def _name(column: str) -> Column:
+    """A top-level column by its exact name (dots and backquotes in it are not syntax)."""
+    return F.col("`" + column.replace("`", "``") + "`")
+
+
+def _check_key(df: DataFrame, relation: str, key: list[str]) -> None:
+    """Refuse a ``key`` that does not identify each row of ``df``: in one aggregation, the key
+    value with a null, else the one on the most rows, if any is on more than one."""
+    count = f"{PREFIX}rows"
+    has_null = reduce(lambda a, b: a | b, [_name(k).isNull() for k in key])
+    worst = (df.groupBy(*[_name(k) for k in key]).agg(F.count(F.lit(1)).alias(count))
+             .where(has_null | (F.col(count) > 1))
+             .orderBy(has_null.desc(), F.col(count).desc(), *[_name(k).asc() for k in key])
+             .limit(1).collect())
+    if worst:
+        row = worst[0]
+        raise AnnotationError(key_violation(
+            f"relation {relation!r}", key, tuple(row[i] for i in range(len(key))), row[count],
+            "deduplicate the rows or drop those with a null key, choose key columns that identify each row, "
+            "or number repeated key values as row-position tokens with annotate(..., unique=False)"))
 
 
 class Tracker:
@@ -148,11 +172,17 @@ class Tracker:
             df.unpersist()
         self._persisted.clear()
 
-    def annotate(self, df: DataFrame, relation: str, key: Sequence[str] | None = None) -> AnnotatedFrame:
+    def annotate(self, df: DataFrame, relation: str, key: Sequence[str] | None = None, *, unique: bool = True) -> AnnotatedFrame:
         """Annotate a base relation: every row gets a token p-node.
 
         Tokens read ``Relation:key`` (e.g. ``Cars:C2``) when ``key`` is given, otherwise
-        ``Relation:values`` with ``#n`` for the n-th duplicate.
+        ``Relation:values`` with ``#n`` for the n-th duplicate (row-position tokens); null is
+        ``null`` and values that could be misread are quoted (:mod:`lipspark.vocabulary.tokens`).
+
+        A ``key`` must identify each row: it is checked (one Spark aggregation over ``df``) and a
+        null or repeated key value raises :class:`~lipspark.errors.AnnotationError` naming one
+        such value and how many rows have it. ``unique=False`` skips the check and labels by the
+        key anyway, numbering repeated values ``#2``, ``#3``… in row order, like rows without a key.
 
         When ``df`` is a plain scan of Parquet files, token ids are (file, row-in-file) and the
         graph refers to those files instead of copying the tuples: the files must not change
@@ -170,8 +200,14 @@ class Tracker:
         missing = [k for k in key if k not in df.columns]
         if missing:
             raise AnnotationError(f"relation {relation!r}: key columns {missing} not among its columns {df.columns}")
-        seg = self.builder.allocate()
         files = _parquet_source(df)
+        if files is None and not _has_stable_order(df):
+            # e.g. the result of a shuffle: rows could come back in another order when Spark
+            # recomputes the plan, and positional ids would silently change. Fix them once.
+            df = df.localCheckpoint(eager=True)
+        if key and unique:
+            _check_key(df, relation, key)
+        seg = self.builder.allocate()
         columns = tuple(key or df.columns)
         if files is not None:
             # Token ids from (file ordinal, row index in file): deterministic whatever Spark's
@@ -182,10 +218,6 @@ class Tracker:
             annotated = df.withColumn(factor(0), positional_col(seg, ordinal))
             self.builder.record(BaseSegment(seg, self.context, relation=relation, key=tuple(key), columns=columns, files=tuple(files)))
         else:
-            if not _has_stable_order(df):
-                # e.g. the result of a shuffle: rows could come back in another order when Spark
-                # recomputes the plan, and positional ids would silently change. Fix them once.
-                df = df.localCheckpoint(eager=True)
             mid = F.monotonically_increasing_id()  # partition << 33 | row in partition
             ordinal = file_position_col(F.shiftright(mid, 33), mid.bitwiseAND((1 << 33) - 1))
             annotated = df.withColumn(factor(0), positional_col(seg, ordinal))

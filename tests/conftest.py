@@ -8,6 +8,18 @@ import pytest
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _every_store_passes_check(tmp_path_factory):
+    """Every store the suite writes under its temporary directories passes `lipspark check` at
+    the end of the session (those a test damages on purpose are declared with tests.util.damaged)."""
+    yield
+    from tests.util import stores_failing_check
+
+    problems = stores_failing_check(tmp_path_factory.getbasetemp())
+    if problems:
+        pytest.fail(f"{len(problems)} problem(s) in stores the suite wrote:\n" + "\n".join(problems), pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def spark():
     from lipspark.session import get_spark

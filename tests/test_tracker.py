@@ -35,6 +35,71 @@ def test_tokens_from_key_or_content(spark):
     assert labels == ["A:x,1", "A:x,1#2", "A:y,2", "Cars:C2"]
 
 
+CARS = "CarId string, Model string"
+
+
+@pytest.mark.parametrize("rows, key, found", [
+    ([("C1", "Accord"), ("C2", "Civic"), ("C2", "Golf"), ("C2", "Jazz"), ("C3", "A4"), ("C3", "A6")], ["CarId"], "CarId = 'C2' is on 3 rows"),
+    ([("C1", "Accord"), (None, "Civic"), (None, "Golf"), ("C1", "Jazz")], ["CarId"], "CarId is null on 2 rows"),
+    ([("C1", "Accord"), ("C1", None), ("C1", "Accord")], ["CarId", "Model"], "(CarId, Model) = ('C1', null) has a null, on 1 row"),
+])
+def test_a_key_must_identify_each_row(spark, rows, key, found):
+    t = Tracker(spark)
+    with pytest.raises(AnnotationError) as err:
+        t.annotate(spark.createDataFrame(rows, CARS), "Cars", key=key)
+    msg = str(err.value)
+    assert msg.startswith(f"relation 'Cars': key ({', '.join(key)}) must identify each row, but {found}; ") and "\n" not in msg
+    assert "deduplicate" in msg and "unique=False" in msg
+    assert not t.builder.segments  # nothing recorded
+
+
+def test_a_checked_key_on_files_and_on_a_shuffled_frame(spark, tmp_path):
+    path = str(tmp_path / "cars")
+    spark.createDataFrame([("C1", "Accord"), ("C1", "Civic")], CARS).write.parquet(path)
+    t = Tracker(spark)
+    with pytest.raises(AnnotationError, match="CarId = 'C1' is on 2 rows"):
+        t.annotate(spark.read.parquet(path), "Cars", key=["CarId"])
+    with pytest.raises(AnnotationError, match="CarId = 'C1' is on 2 rows"):
+        t.annotate(spark.read.parquet(path).repartition(3), "Cars", key=["CarId"])
+    ok = t.annotate(spark.read.parquet(path), "Cars", key=["CarId", "Model"])
+    assert ok.count() == 2
+
+
+def test_unique_false_numbers_repeated_key_values_in_row_order(spark):
+    t = Tracker(spark)
+    rows = [("C1", "Accord"), ("C1", "Civic"), (None, "Golf"), (None, "Jazz"), ("C2", "A4")]
+    cars = t.annotate(spark.createDataFrame(rows, CARS).coalesce(1), "Cars", key=["CarId"], unique=False)
+    got = {r.row.Model: r.annotation.factors[0] for r in cars.collect_annotated()}
+    g = t.graph()
+    label = dict(zip(g.nodes["id"].tolist(), g.nodes["label"].tolist()))
+    assert {m: label[i] for m, i in got.items()} == {
+        "Accord": "Cars:C1", "Civic": "Cars:C1#2", "Golf": "Cars:null", "Jazz": "Cars:null#2", "A4": "Cars:C2"}
+
+
+@pytest.mark.parametrize("source", ["rows", "files"])
+def test_token_labels_are_unambiguous(spark, tmp_path, source):
+    """Null is not 'nan' nor 'None', a NaN is not a null, separators inside values do not merge
+    two tuples' labels, and ordinary values keep their plain labels."""
+    data = {
+        "S": ([(None, 3), ("nan", 3), ("None", 3), ("null", 3), ("a,b", 3), ("a", 3), ("C#2", 3), ("C", 3), ("C", 3)], "s string, n int"),
+        "D": ([(None, 1), (float("nan"), 1), (2.0, None), (2.5, 1)], "d double, n int"),
+        "P": ([("a,b", "c"), ("a", "b,c")], "x string, y string"),
+    }
+    t = Tracker(spark)
+    for name, (rows, schema) in data.items():
+        df = spark.createDataFrame(rows, schema).coalesce(1)
+        if source == "files":
+            df.write.parquet(str(tmp_path / name))
+            df = spark.read.parquet(str(tmp_path / name))
+        t.annotate(df, name).collect_annotated()
+    labels = sorted(t.graph().nodes["label"])
+    assert labels == sorted([
+        "S:null,3", "S:nan,3", "S:None,3", 'S:"null",3', 'S:"a,b",3', "S:a,3", 'S:"C#2",3', "S:C,3", "S:C,3#2",
+        "D:null,1", "D:nan,1", "D:2,null", "D:2.5,1",
+        'P:"a,b",c', 'P:a,"b,c"',
+    ])
+
+
 def test_node_ids_are_deterministic_across_runs_and_partitionings(spark, tmp_path):
     cars_rows = [(f"C{i}", ["Civic", "Accord", "Golf"][i % 3]) for i in range(30)]
     reqs_rows = [("B1", "Civic"), ("B2", "Golf")]

@@ -1,6 +1,8 @@
-"""Helpers shared by the tests: multiset comparison of plain vs annotated results."""
+"""Helpers shared by the tests: multiset comparison of plain vs annotated results; the stores the
+suite damages on purpose (every other store it writes must pass `lipspark check`)."""
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any, Callable
 
@@ -38,3 +40,28 @@ def run_both(spark, fn: Callable[..., Any], relations: dict[str, tuple[list[tupl
 def assert_fidelity(plain_out, ann_out) -> None:
     assert ann_out.columns == plain_out.columns
     assert multiset(ann_out.collect()) == multiset(plain_out.collect())
+
+
+#: Stores a test damaged on purpose (real paths): the session's final `lipspark check` skips them.
+DAMAGED: set[str] = set()
+
+
+def damaged(path: Any) -> str:
+    """Declare the store at ``path`` damaged on purpose (returns the path as a string)."""
+    DAMAGED.add(os.path.realpath(str(path)))
+    return str(path)
+
+
+def stores_failing_check(base: Any) -> list[str]:
+    """`lipspark check` on every store under ``base`` (a directory with a ``store.json``; a deferred
+    store's ``provenance/`` is checked with it) but those in :data:`DAMAGED`: every problem found."""
+    from lipspark.store.check import check_store
+
+    problems: list[str] = []
+    for d, dirs, files in os.walk(str(base)):
+        if "store.json" not in files:
+            continue
+        dirs[:] = []  # nothing nests in a store but its replay, which check_store checks
+        if os.path.realpath(d) not in DAMAGED:
+            problems += check_store(d).problems
+    return problems

@@ -51,6 +51,7 @@ from lipspark.vocabulary import (
     aggregate,
 )
 from lipspark.store.manifest import local_path
+from lipspark.vocabulary.tokens import token_labels
 from lipspark.vocabulary.ids import aggregate_ids, file_position, member_ids, member_value_ids, positional, tensor_ids
 
 __all__ = ["concat_frames", "expand_segments", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
@@ -107,8 +108,9 @@ def _nodes(ids: Any, kind: str, op: Op, label: Any, seg: int, value: Any = None)
                          "value": value, "relation": None, "tuple": None, "type": None})
 
 
-def _read_files(files: Sequence[FileRef], columns: list[str], what: str, root: str | None) -> pd.DataFrame:
-    """Rows of ``files`` (checked unchanged) with ``__pos``, the row's ordinal (file, row)."""
+def _read_table(files: Sequence[FileRef], columns: list[str], what: str, root: str | None) -> pa.Table | None:
+    """Rows of ``files`` (checked unchanged) with ``__pos``, the row's ordinal (file, row);
+    ``None`` for no files."""
     parts = []
     for i, f in enumerate(files):
         path = local_path(f.path, root)
@@ -120,44 +122,50 @@ def _read_files(files: Sequence[FileRef], columns: list[str], what: str, root: s
             raise StoreError(f"{what}: file {path} changed after the graph was captured (size or modification time differ); "
                              "`lipspark check` lists every damaged file")
         try:
-            t = pq.read_table(path, columns=columns).to_pandas(types_mapper=_NULLABLE.get)
+            t = pq.read_table(path, columns=columns)
         except Exception as err:  # pyarrow raises several types for a damaged file
             raise StoreError(f"{what}: file {path} cannot be read ({type(err).__name__}); it is damaged: "
                              "`lipspark check` lists every damaged file") from None
-        t["__pos"] = file_position(np.full(len(t), i, dtype=np.int64), np.arange(len(t), dtype=np.int64))
-        parts.append(t)
-    return concat_frames(parts) if parts else pd.DataFrame(columns=[*columns, "__pos"])
+        pos = file_position(np.full(t.num_rows, i, dtype=np.int64), np.arange(t.num_rows, dtype=np.int64))
+        parts.append(t.append_column("__pos", pa.array(pos, pa.int64())))
+    return pa.concat_tables(parts, promote_options="default") if parts else None
+
+
+def _read_files(files: Sequence[FileRef], columns: list[str], what: str, root: str | None) -> pd.DataFrame:
+    """Rows of ``files`` (checked unchanged) with ``__pos``, the row's ordinal (file, row)."""
+    t = _read_table(files, columns, what, root)
+    return concat_frames([t.to_pandas(types_mapper=_NULLABLE.get)]) if t is not None else pd.DataFrame(columns=[*columns, "__pos"])
 
 
 # ---------------------------------------------------------------------------------- base and invocation
 
 
-def _base_rows(s: BaseSegment, tables: Tables, root: str | None) -> pd.DataFrame:
+def _base_rows(s: BaseSegment, tables: Tables, root: str | None) -> pa.Table | None:
     """The base tuples with their token ids: re-read from their files, or the ``tuples`` table."""
     if s.files is None:
-        return tables["tuples"].to_pandas()
-    df = _read_files(s.files, list(s.columns), f"base relation {s.relation!r}", root)
-    df[TOKEN_ID] = positional(s.seg, df.pop("__pos").to_numpy(dtype="int64"))
-    return df
+        return tables["tuples"]
+    t = _read_table(s.files, list(s.columns), f"base relation {s.relation!r}", root)
+    if t is None:
+        return None
+    ids = positional(s.seg, t.column("__pos").to_numpy())
+    return t.drop_columns(["__pos"]).append_column(TOKEN_ID, pa.array(ids, pa.int64()))
 
 
 def _base(s: BaseSegment, tables: Tables, root: str | None) -> Nodes:
-    """One token per base tuple, labelled ``relation:values`` (keyless duplicates numbered)."""
-    df = _base_rows(s, tables, root)
+    """One token per base tuple, labelled by :func:`~lipspark.vocabulary.tokens.token_labels`
+    (nulls distinct from every value, repeated values numbered in token order)."""
+    t = _base_rows(s, tables, root)
     cols = list(s.columns)
-    vals = [tuple(r) for r in df[cols].itertuples(index=False, name=None)] if len(df) else []
-    labels = [f"{s.relation}:{','.join(_fmt(x) for x in v)}" for v in vals]
-    if not s.key and labels:
-        order = np.argsort(df[TOKEN_ID].to_numpy(), kind="stable")
-        seen: dict[str, int] = {}
-        for i in order:
-            n = seen.get(labels[i], 0)
-            seen[labels[i]] = n + 1
-            if n:
-                labels[i] = f"{labels[i]}#{n + 1}"
-    nodes = _nodes(df[TOKEN_ID].to_numpy(dtype="int64"), "p", Op.TOKEN, labels, s.seg)
+    vals: list[tuple[Any, ...]] = []
+    if t is None or not t.num_rows:
+        ids = np.array([], dtype="int64")
+    else:
+        t = t.take(pa.array(np.argsort(t.column(TOKEN_ID).to_numpy(), kind="stable")))  # token order: row order
+        ids = t.column(TOKEN_ID).to_numpy()
+        vals = list(zip(*[t.column(c).to_pylist() for c in cols])) if cols else [()] * t.num_rows
+    nodes = _nodes(ids, "p", Op.TOKEN, token_labels(s.relation, vals), s.seg)
     nodes["relation"] = s.relation
-    nodes["tuple"] = [json.dumps({c: _py(x) for c, x in zip(cols, v)}, default=str) for v in vals]
+    nodes["tuple"] = [json.dumps(dict(zip(cols, v)), default=str) for v in vals]
     nodes["type"] = s.type
     return nodes, _edges([], [])
 

@@ -23,6 +23,7 @@ any other, by the next run.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -54,6 +55,20 @@ def _write_json_atomic(path: str, data: Any) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _check_writable(root: str) -> None:
+    """Refuse, in one line, a store its writer cannot write (a read-only file system, a directory
+    of another user's): found when the lock is taken, before Spark starts, not by a traceback
+    from the first write. The lock file alone being writable is not enough."""
+    for d in (root, os.path.join(root, "executions")):
+        if os.path.isdir(d) and not os.access(d, os.W_OK | os.X_OK):
+            try:
+                readonly = bool(os.statvfs(d).f_flag & os.ST_RDONLY)
+            except OSError:
+                readonly = False
+            why = os.strerror(errno.EROFS if readonly else errno.EACCES)
+            raise StoreError(f"cannot write the store at {root} ({why}: {d}); choose a directory you can write")
 
 
 class Store:
@@ -91,6 +106,7 @@ class Store:
         existed = os.path.isdir(root)
         lock = lock.acquire() if lock is not None else WriterLock(root).acquire()
         try:
+            _check_writable(os.path.abspath(root))
             if os.path.exists(os.path.join(root, "store.json")):
                 raise StoreError(f"{root} already holds a store; open it to continue, or choose another directory")
             if [n for n in os.listdir(root) if n != LOCK_FILE]:
@@ -149,6 +165,7 @@ class Store:
         lock = held.acquire() if held is not None else WriterLock(self.root).acquire(wait)
         try:
             fresh = Store.open(self.root)
+            _check_writable(self.root)
             self.meta = fresh.meta
             self._lock = lock
             self._discard_uncommitted()

@@ -37,11 +37,13 @@ from lipspark.store import Store
 from lipspark.tracker import Tracker
 from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, InvocationSegment, PScheme, RelationDescriptor
 from lipspark.vocabulary.ids import positional, positional_col
+from lipspark.vocabulary.tokens import key_violation
 from lipspark.workflow.module import Module, Relation
 from lipspark.workflow.relations import (
     StoredRelation,
     check_schema,
     descriptor,
+    key_repeat,
     position_col,
     read_stored,
     relation_frame,
@@ -77,6 +79,8 @@ class Executor:
         # a store with deferred capture runs its executions on plain DataFrames; the graph is made
         # later by replaying them (lipspark.workflow.materialize)
         self.provenance = provenance and store.capture != "deferred"
+        # base relations get tokens, now or when a deferred store is replayed: their keys are checked
+        self.tokens = provenance
         self.builder: GraphBuilder | None = None
         self._trackers: list[Tracker] = []
 
@@ -96,10 +100,18 @@ class Executor:
         return lambda: data.write.mode("errorifexists").parquet(path)
 
     def _token_relation(self, builder: GraphBuilder, context: Context, rel: Relation, rel_dir: str,
-                        node_type: str | None = "i") -> RelationDescriptor:
+                        node_type: str | None = "i", what: str = "") -> RelationDescriptor:
         """Describe a base relation written at ``rel_dir``: a workflow input (tokens of type i)
-        or a module's initial state (plain base tuples, tagged with the module)."""
+        or a module's initial state (plain base tuples, tagged with the module). Its declared
+        key must identify each row (checked on the written files; ``what`` names the relation)."""
         files = stored_files(self.store, rel_dir)
+        if self.tokens and rel.key:
+            repeat = key_repeat([self.store.resolve(f.path) for f in files], rel.key)
+            if repeat is not None:
+                raise WorkflowError(key_violation(
+                    what or f"relation {rel.name!r}", rel.key, *repeat,
+                    "fix the rows the workflow definition gives (deduplicate them, drop those with a null key), or change "
+                    "the module's keys= to columns that identify each row (a relation without a key numbers repeated rows)"))
         if not self.provenance:
             return RelationDescriptor(rel_dir, files)
         seg = builder.allocate()
@@ -164,7 +176,8 @@ class Executor:
                 check_schema(module, rel, df.frame(self.spark) if isinstance(df, StoredRelation) else df)
                 rel_dir = f"initial/{mname}/{rname}"
                 write_base(df, os.path.join(self.store.root, rel_dir))
-                state[mname][rname] = self._token_relation(builder, Context(module=mname), rel, rel_dir, None)
+                state[mname][rname] = self._token_relation(builder, Context(module=mname), rel, rel_dir, None,
+                                                           f"module {mname!r}, initial state {rname!r}")
         if self.provenance:
             builder.write(os.path.join(self.store.root, "initial", "graph"))
         self.store.meta["initial"] = _json(state)
@@ -260,7 +273,9 @@ class Executor:
                 write_base(df, self.store.resolve(rel_dir))
                 context = inv.tracker.context if inv.tracker is not None else Context()
                 assert self.builder is not None
-                desc = self._token_relation(self.builder, context, rel, rel_dir)
+                desc = self._token_relation(self.builder, context, rel, rel_dir, "i",
+                                            f"execution {inv.execution}, module {module.name!r}"
+                                            + (f" (node {inv.node!r})" if inv.node != module.name else "") + f", input {rname!r}")
                 stored_inputs.setdefault(inv.node, {})[rname] = desc
                 frames[rname] = self._read(inv, rel, desc, "i")
         else:

@@ -111,7 +111,11 @@ class Module:
         ``logic(**inputs, **state) -> {relation: frame}`` returning every output relation and any
         state relation it replaces (state relations it does not return stay as they were).
     keys
-        Relation name → key columns, for readable tokens of state and input tuples.
+        Relation name → key columns, for readable tokens of state and input tuples (``Cars:C2``).
+        A key must identify each row: with provenance on (eager or deferred), a workflow input
+        or initial state relation whose key has a null or a repeated value stops the run before
+        anything is committed, naming the value. Without a key, tokens show every column and
+        repeated rows are numbered.
     """
 
     name: str

@@ -11,8 +11,11 @@ import json
 import os
 import shutil
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -26,7 +29,7 @@ from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
 from lipspark.workflow.module import Module, Relation
 
 __all__ = ["StoredRelation", "check_schema", "relation_frame", "read_stored", "stored_files", "write_base", "position_col",
-           "value_node_col", "descriptor"]
+           "value_node_col", "descriptor", "key_repeat"]
 
 #: the key under which Spark keeps a DataFrame's own schema in the Parquet files it writes
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
@@ -69,8 +72,6 @@ def _spark_schema(path: str) -> T.StructType | None:
     """The Spark schema a Parquet file written by Spark carries in its footer (``None`` for
     files written otherwise): the schema Spark itself infers from such a file, read here
     without the Spark job that inference costs."""
-    import pyarrow.parquet as pq
-
     meta = pq.read_metadata(path).metadata or {}
     text = meta.get(SPARK_SCHEMA_KEY)
     return T.StructType.fromJson(json.loads(text)) if text else None
@@ -86,6 +87,35 @@ def read_stored(spark: SparkSession, path: str, files: "tuple[FileRef, ...]") ->
     schema = _spark_schema(os.path.join(path, os.path.basename(files[0].path))) if files else None
     reader = spark.read if schema is None else spark.read.schema(schema)
     return reader.parquet(path)
+
+
+def key_repeat(paths: Sequence[str], key: Sequence[str]) -> tuple[tuple[Any, ...], int] | None:
+    """The key value with a null, else the one on the most rows if more than one, in the Parquet
+    files ``paths`` (read on the driver, key columns only: no Spark job), and on how many rows;
+    ``None`` when ``key`` identifies each row.
+
+    >>> import tempfile, os
+    >>> d = tempfile.mkdtemp(); f = os.path.join(d, "r.parquet")
+    >>> pq.write_table(pa.table({"k": ["a", "b", "b"], "x": [1, 2, 3]}), f)
+    >>> key_repeat([f], ["k"]), key_repeat([f], ["k", "x"])
+    ((('b',), 2), None)
+    """
+    parts = [pq.read_table(p, columns=list(key)) for p in paths]
+    if not parts or not sum(t.num_rows for t in parts):
+        return None
+    names = [f"k{i}" for i in range(len(key))]  # the user's names could be those of the count below
+    t = pa.concat_tables(parts, promote_options="default").rename_columns(names)
+    groups = t.group_by(names, use_threads=False).aggregate([([], "count_all")])
+    n = groups.column("count_all")
+    null = pc.is_null(groups.column(names[0]))
+    for k in names[1:]:
+        null = pc.or_(null, pc.is_null(groups.column(k)))
+    bad = groups.append_column("null", null).filter(pc.or_(null, pc.greater(n, 1)))
+    if not bad.num_rows:
+        return None
+    order = [("null", "descending"), ("count_all", "descending"), *[(k, "ascending") for k in names]]
+    worst = bad.sort_by(order).slice(0, 1).to_pylist()[0]
+    return tuple(worst[k] for k in names), int(worst["count_all"])
 
 
 def position_col(desc: RelationDescriptor) -> Column:

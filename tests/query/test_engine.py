@@ -382,3 +382,26 @@ def test_tables_escape_control_and_direction_characters():
     assert len(text.splitlines()) == len(result.to_text().splitlines())
     assert "\\u202e" in text and "\\n" in text
     assert "\u202e" in json.dumps(result.to_dict(), ensure_ascii=False)  # JSON keeps the data as it is
+
+
+def test_token_and_tuple_selectors_find_quoted_and_null_labels():
+    """Labels that quote a value or show a null (lipspark.vocabulary.tokens) are found by
+    `token "…"` as written, and `tuple R(col = null)` finds the tuple with the null."""
+    import pyarrow as pa
+
+    from lipspark.graph.index import GraphIndex
+    from lipspark.vocabulary import BaseSegment, Context
+    from lipspark.vocabulary.ids import positional
+
+    rows = [("a,b", "c"), ("a", "b,c"), (None, "c"), ("null", "c"), ("x", "c"), ("x", "c")]
+    seg = BaseSegment(1, Context(), relation="R", columns=("s", "t"))
+    table = pa.table({"__lp_id": [positional(1, i) for i in range(len(rows))],
+                      "s": [r[0] for r in rows], "t": [r[1] for r in rows]})
+    s = Session(GraphIndex.from_segments([(seg, {"tuples": table})]))
+    found = {q: [r["label"] for r in one(s, f"show {q}").rows] for q in [
+        """token 'R:"a,b",c'""", """token 'R:a,"b,c"'""", 'token "R:null,c"', """token 'R:"null",c'""",
+        'token "R:x,c#2"', "tuple R(s = null)", 'tuple R(s = "null")', 'tuple R(s = "a,b")']}
+    assert found == {
+        """token 'R:"a,b",c'""": ['R:"a,b",c'], """token 'R:a,"b,c"'""": ['R:a,"b,c"'], 'token "R:null,c"': ["R:null,c"],
+        """token 'R:"null",c'""": ['R:"null",c'], 'token "R:x,c#2"': ["R:x,c#2"], "tuple R(s = null)": ["R:null,c"],
+        'tuple R(s = "null")': ['R:"null",c'], 'tuple R(s = "a,b")': ['R:"a,b",c']}

@@ -10,6 +10,7 @@ from lipspark.cli import main
 from lipspark.store import Store
 from lipspark.store.check import check_store
 from tests.store.test_store import _tree
+from tests.util import damaged, stores_failing_check
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def test_an_intact_store_passes_with_every_file_checksummed(copy, capsys):
     ("initial", "flip", "checksum differs"),
 ])
 def test_damage_is_named_with_its_fix(copy, capsys, under, damage, expected):
-    path = _a_file(copy, under)
+    path = _a_file(damaged(copy), under)
     st = os.stat(path)
     if damage == "truncate":
         os.truncate(path, st.st_size // 2)
@@ -65,7 +66,7 @@ def test_damage_is_named_with_its_fix(copy, capsys, under, damage, expected):
 
 
 def test_a_query_on_a_damaged_graph_says_so_in_one_line(copy, capsys):
-    path = _a_file(copy, "executions/000002/graph")
+    path = _a_file(damaged(copy), "executions/000002/graph")
     os.truncate(path, 100)
     assert main(["query", copy, "-e", "ancestors output Changed of ledger execution 2"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -80,6 +81,17 @@ def test_a_damaged_replay_names_materialize(spark, tmp_path, capsys):
     run(LEDGER, graph_dir=d, spark=spark, executions=1, capture="deferred")
     materialize(d, spark=spark)
     assert check_store(d).ok
-    os.remove(_a_file(d, "provenance/executions/000001/graph"))
+    os.remove(_a_file(damaged(d), "provenance/executions/000001/graph"))
     report = check_store(d)
     assert len(report.problems) == 1 and f"run `lipspark materialize {os.path.abspath(d)}`" in report.problems[0]
+
+
+def test_the_suite_checks_every_store_it_writes(copy, tmp_path):
+    """What tests/conftest.py runs at the end of the session: a damaged store is reported unless
+    its test declared the damage."""
+    assert stores_failing_check(tmp_path) == []
+    os.truncate(_a_file(copy, "executions/000002/outputs"), 10)
+    problems = stores_failing_check(tmp_path)
+    assert len(problems) == 1 and problems[0].startswith(copy)
+    damaged(copy)
+    assert stores_failing_check(tmp_path) == []

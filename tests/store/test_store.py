@@ -304,3 +304,104 @@ def test_a_graph_path_that_is_a_file_is_one_line_before_spark(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"lipspark: error: {f} is a file, not a directory; choose an empty or new directory for the store"]
     assert f.read_text() == "x"
+
+
+def _no_spark(monkeypatch):
+    """Make starting Spark fail the test: what is checked must happen before."""
+    import lipspark.session
+
+    def refuse(*a, **k):
+        raise AssertionError("Spark was started")
+    monkeypatch.setattr(lipspark.session, "get_spark", refuse)
+
+
+@pytest.mark.parametrize("err", [OSError(30, os.strerror(30)), PermissionError(13, os.strerror(13))], ids=["EROFS", "EACCES"])
+def test_a_store_whose_lock_cannot_be_created_is_one_line_before_spark(tmp_path, capsys, monkeypatch, err):
+    """The writer lock's file cannot be opened (a read-only file system, another user's store)."""
+    import lipspark.store.lock as lock_module
+    from lipspark.cli import main
+
+    real_open = os.open
+
+    def failing_open(path, *args, **kwargs):
+        if os.path.basename(path) == LOCK_FILE:
+            raise err
+        return real_open(path, *args, **kwargs)
+    _no_spark(monkeypatch)
+    monkeypatch.setattr(lock_module.os, "open", failing_open)
+    d = tmp_path / "s"
+    assert main(["run", LEDGER, "--graph", str(d), "--executions", "1", "--quiet"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [f"lipspark: error: cannot write the store at {d} ({err.strerror}); choose a directory you can write"]
+
+
+@pytest.mark.parametrize("readonly", [True, False], ids=["EROFS", "EACCES"])
+def test_a_store_whose_directory_cannot_be_written_is_one_line_before_spark(tmp_path, capsys, monkeypatch, readonly):
+    """The lock file can be opened, but the store's directories cannot be written: refused when
+    the lock is taken, not by a traceback from the execution's first write."""
+    import lipspark.store.store as store_module
+    from lipspark.cli import main
+
+    root = tmp_path / "s"
+    Store.create(str(root), "ledger", True, {"perExec": 2, "numExec": 3, "seed": 0}).unlock()
+    before = sorted(os.listdir(root))
+    real_access, real_statvfs = os.access, os.statvfs
+    executions = str(root / "executions")
+
+    class Flags:
+        f_flag = os.ST_RDONLY if readonly else 0
+
+    monkeypatch.setattr(store_module.os, "access", lambda p, mode, **k: False if str(p) == executions else real_access(p, mode, **k))
+    monkeypatch.setattr(store_module.os, "statvfs", lambda p: Flags() if str(p) == executions else real_statvfs(p))
+    _no_spark(monkeypatch)
+    assert main(["run", LEDGER, "--graph", str(root), "--executions", "1", "--quiet"]) == 2
+    why = os.strerror(30 if readonly else 13)
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"lipspark: error: cannot write the store at {root} ({why}: {executions}); choose a directory you can write"]
+    assert sorted(os.listdir(root)) == before
+
+
+def _as_nobody() -> list[str] | None:
+    """The command prefix that runs a process as an unprivileged user, if this machine has one."""
+    import shutil as sh
+
+    if os.geteuid() != 0 or not sh.which("setpriv"):
+        return None
+    prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import lipspark.cli"], capture_output=True, cwd=ROOT, timeout=60)
+    return prefix if probe.returncode == 0 else None
+
+
+def test_run_as_a_user_who_cannot_write_the_store_is_one_line_before_spark():
+    """For real: `lipspark run` as `nobody` against directories root owns (chmod denies nothing
+    to root). A new store in a directory it cannot write; an existing store whose lock file it
+    cannot open; one whose lock file it can open (mode 666) but whose directories it cannot write."""
+    import tempfile
+
+    prefix = _as_nobody()
+    if prefix is None:
+        pytest.skip("needs root and setpriv to run a process as nobody")
+    base = tempfile.mkdtemp(prefix="lipspark-readonly-")  # not under pytest's tmp dirs, which only root can enter
+    try:
+        os.chmod(base, 0o755)
+        existing = os.path.join(base, "store")
+        Store.create(existing, "ledger", True, {"perExec": 2, "numExec": 3, "seed": 0}).unlock()
+
+        def run_as_nobody(graph: str) -> list[str]:
+            proc = subprocess.run([*prefix, sys.executable, "-m", "lipspark.cli", "run", LEDGER, "--graph", graph, "--executions", "1",
+                                   "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=120)
+            assert proc.returncode == 2, proc.stderr
+            return [ln for ln in proc.stderr.splitlines() if ln.strip()]
+
+        new = os.path.join(base, "new")
+        assert run_as_nobody(new) == [f"lipspark: error: cannot write the store at {new} (Permission denied); choose a directory you can write"]
+        assert not os.path.exists(new)
+        denied = f"lipspark: error: cannot write the store at {existing} (Permission denied"
+        lines = run_as_nobody(existing)
+        assert len(lines) == 1 and lines[0].startswith(denied), lines
+        os.chmod(os.path.join(existing, LOCK_FILE), 0o666)
+        lines = run_as_nobody(existing)
+        assert lines == [f"{denied}: {existing}); choose a directory you can write"], lines
+        assert Store.open(existing).executions == [] and os.listdir(os.path.join(existing, "executions")) == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -12,7 +12,7 @@ from lipspark.errors import SchemaError, StoreError
 from lipspark.graph.index import GraphIndex
 from lipspark.workflow import Module, Store, Workflow, WorkflowDefinition, run
 from lipspark.workflow.execution import relation_frame
-from tests.util import multiset
+from tests.util import damaged, multiset
 
 HERE = os.path.dirname(__file__)
 LEDGER = os.path.join(HERE, "..", "fixtures", "ledger.py")
@@ -111,6 +111,7 @@ def test_store_errors(tmp_path):
         Store.open(str(tmp_path / "missing"))
     root = tmp_path / "corrupt"
     root.mkdir()
+    damaged(root)
     (root / "store.json").write_text("{not json")
     with pytest.raises(StoreError, match="corrupt"):
         Store.open(str(root))
@@ -159,3 +160,69 @@ def test_boundary_nodes_carry_relation_and_values(spark, ledger_runs):
     assert sorted(json.loads(t)["DepId"] for t in ins["tuple"]) == ["D1-0", "D1-1"]
     vouts = n[(n["type"] == "o") & (n["kind"] == "v") & (n["module"] == "ledger") & (n["execution"] == 1)]
     assert len(vouts) > 0 and vouts["value"].notna().all()
+
+
+KEYED = '''
+import os
+from lipspark.workflow import Module, Workflow, WorkflowDefinition
+
+R = "Id string, x int"
+DUP = os.path.join(os.path.dirname(__file__), "dup")  # present: the next execution's input repeats a key
+
+
+def build(p):
+    m = Module("intake", inputs={"Items": R}, state={"Seen": R}, outputs={"Out": R}, keys={"Items": ["Id"], "Seen": ["Id"]},
+               logic=lambda Items, Seen: {"Out": Items, "Seen": Seen.union(Items)})
+    return Workflow("keyed", [m]).node("intake", "intake", input=True, output=True)
+
+
+def initial_state(spark, p):
+    return {"intake": {"Seen": spark.createDataFrame([(None if p["nullInitial"] else "S0", 0)], R)}}
+
+
+def inputs(spark, n, p):
+    rows = [(f"I{n}-{i}", i) for i in range(3)] + ([(f"I{n}-1", 9), (f"I{n}-1", 8)] if os.path.exists(DUP) else [])
+    return {"intake": {"Items": spark.createDataFrame(rows, R)}}
+
+
+DEFINITION = WorkflowDefinition("keyed", build, initial_state, inputs, params={"nullInitial": 0, "numExec": 1})
+'''
+
+
+def test_a_workflow_input_whose_key_repeats_fails_before_anything_is_committed(spark, tmp_path, capsys):
+    from lipspark.cli import main
+    from lipspark.errors import WorkflowError
+    from lipspark.store.check import check_store
+
+    wf, root = tmp_path / "keyed.py", str(tmp_path / "g")
+    wf.write_text(KEYED)
+    run(str(wf), graph_dir=root, spark=spark, executions=1)
+    (tmp_path / "dup").write_text("")
+    expected = ("execution 2, module 'intake', input 'Items': key (Id) must identify each row, but Id = 'I2-1' is on 3 rows; "
+                "fix the rows the workflow definition gives")
+    with pytest.raises(WorkflowError) as err:
+        run(str(wf), graph_dir=root, spark=spark, executions=1)
+    assert str(err.value).startswith(expected) and "keys=" in str(err.value)
+    store = Store.open(root)
+    assert [e["n"] for e in store.executions] == [1] and sorted(os.listdir(os.path.join(root, "executions"))) == ["000001"]
+    assert check_store(root).ok
+    assert main(["run", str(wf), "--graph", root, "--quiet"]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"lipspark: error: {err.value}"]
+    # a deferred store gets its tokens later, when replayed: its inputs are checked now all the same
+    with pytest.raises(WorkflowError, match="Id = 'I1-1' is on 3 rows"):
+        run(str(wf), graph_dir=str(tmp_path / "deferred"), spark=spark, executions=1, capture="deferred")
+    (tmp_path / "dup").unlink()
+    run(str(wf), graph_dir=root, spark=spark, executions=1)  # the run continues where the store was
+    assert [e["n"] for e in Store.open(root).executions] == [1, 2] and check_store(root).ok
+
+
+def test_an_initial_state_with_a_null_key_fails_and_leaves_no_store(spark, tmp_path):
+    from lipspark.errors import WorkflowError
+
+    wf, root = tmp_path / "keyed.py", tmp_path / "g"
+    wf.write_text(KEYED)
+    with pytest.raises(WorkflowError) as err:
+        run(str(wf), graph_dir=str(root), spark=spark, executions=1, params={"nullInitial": 1})
+    assert str(err.value).startswith("module 'intake', initial state 'Seen': key (Id) must identify each row, but Id is null on 1 row; ")
+    assert not root.exists()
+    run(str(wf), graph_dir=str(root), spark=spark, executions=1, params={"nullInitial": 1}, provenance=False)  # no tokens: no key
