@@ -7,8 +7,9 @@ cold ``lipspark query`` tracing the newest execution's best bid. Every execution
 stored execution, grows with the step number, and one that reads manifests and the new
 execution stays flat.
 
-The store is built by ``--runs`` such steps (the per-step series is kept), with a copy taken
-after step 5. Then the judged comparison, A/B interleaved so that a machine busier at one time
+The store is built by ``--runs`` such steps (the per-step series is kept; with ``--batch``,
+steps 6 onwards are one ``lipspark run`` process, which writes the same store sooner), with a
+copy taken after step 5. Then the judged comparison, A/B interleaved so that a machine busier at one time
 than another does not tilt it: five times, one more step on a fresh copy of the 5-execution store,
 then one on a copy of the full store; the medians of the two (issue 17's target: the 50th ≤ 1.2×
 the 5th, for the run and for the query). Writes ``benchmarks/results/history.json``.
@@ -53,6 +54,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--repeats", type=int, default=5, help="A/B repetitions of the judged comparison")
     ap.add_argument("--numCars", type=int, default=200)
     ap.add_argument("--capture", choices=["eager", "deferred", "off"], default="eager")
+    ap.add_argument("--batch", action="store_true",
+                    help="append executions 6..RUNS in one process instead of one process each (same store, less waiting)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "history.json"))
     args = ap.parse_args(argv)
     if args.runs < 10:
@@ -65,12 +68,17 @@ def main(argv: list[str] | None = None) -> dict:
     query = args.capture == "eager"  # a deferred store's first query replays: not what this measures
     series: list[tuple[float, float | None]] = []
     ab: dict[str, list[tuple[float, float | None]]] = {"5": [], str(args.runs): []}
+    steps = 5 if args.batch else args.runs
     try:
-        for n in range(1, args.runs + 1):
+        for n in range(1, steps + 1):
             series.append(_step(store, n, run_cmd, query))
             print(f"step {n}: run {series[-1][0]:.1f}s" + (f", query {series[-1][1]:.2f}s" if query else ""), flush=True)
             if n == 5:
                 shutil.copytree(store, early)
+        if args.batch:  # executions 6..runs in one process: the same store, built faster
+            batch = [*run_cmd, "--graph", store]
+            batch[batch.index("--executions") + 1] = str(args.runs - 5)
+            print(f"executions 6-{args.runs} in one run: {_timed(batch):.1f}s", flush=True)
         for rep in range(args.repeats):
             for label, snapshot, n in (("5", early, 6), (str(args.runs), store, args.runs + 1)):
                 work = os.path.join(tmp, "work")
