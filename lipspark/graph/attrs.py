@@ -124,6 +124,11 @@ class Attributes(ABC):
         col = self.get(name, np.arange(self.n, dtype=np.int64))
         return np.fromiter((v in wanted for v in col.tolist()), dtype=bool, count=len(col))
 
+    def segment_blocks(self, segs: np.ndarray) -> np.ndarray | None:
+        """The block holding each segment number (-1: no such segment), or None when this
+        source has no segment table (a graph in memory: one block)."""
+        return None
+
     def segment_rows(self, conditions: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:
         """(segment numbers, their blocks) of the segments whose :data:`SEGMENT_ATTRIBUTES` match
         every condition (attribute -> allowed values), or None when this source has no segment
@@ -139,6 +144,23 @@ class Attributes(ABC):
         """The distinct non-missing values of ``name`` (at ``pos``, or everywhere)."""
         pos = np.arange(self.n, dtype=np.int64) if pos is None else pos
         return {v for v in self.get(name, pos).tolist() if v is not None}
+
+    def group_of(self, name: str, groups: Sequence[Iterable[Any]]) -> np.ndarray:
+        """For every node, ``1 +`` the index of the first of ``groups`` that holds its attribute
+        ``name`` (0: none): several :meth:`where` at once (ZoomOut asks which of the zoomed
+        modules' invocations created each node).
+
+        >>> Columns(3, {"module": ["a", "b", None]}).group_of("module", [["b"], ["a", "b"]]).tolist()
+        [2, 1, 0]
+        """
+        out = np.zeros(self.n, dtype=_group_dtype(len(groups)))
+        for i, values in enumerate(groups):
+            out[self.where(name, values) & (out == 0)] = i + 1
+        return out
+
+
+def _group_dtype(k: int) -> Any:
+    return np.uint8 if k < 255 else np.int32
 
 
 class Columns(Attributes):
@@ -351,6 +373,13 @@ class Mapped(Attributes):
             good = np.isin(np.asarray(t.ints[name]), np.array(nums, dtype=np.int64))
         return np.append(good, None in wanted)
 
+    def segment_blocks(self, segs: np.ndarray) -> np.ndarray | None:
+        segs = np.asarray(segs, dtype=np.int64)
+        inside = (segs >= 0) & (segs < len(self._row))
+        rows = np.full(len(segs), -1, dtype=np.int64)
+        rows[inside] = self._row[segs[inside]]
+        return np.where(rows >= 0, self.row_block[np.maximum(rows, 0)], -1) if len(self.row_block) else rows
+
     def segment_rows(self, conditions: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:
         keep = np.ones(len(self.table), dtype=bool)
         for name, values in conditions.items():
@@ -375,6 +404,36 @@ class Mapped(Attributes):
                 out |= blob.equal(everything, v)
             return out
         return super().where(name, wanted)
+
+    def group_of(self, name: str, groups: Sequence[Iterable[Any]]) -> np.ndarray:
+        if name not in SEGMENT_ATTRIBUTES:
+            return super().group_of(name, groups)
+        t = self.table
+        label: dict[Any, int] = {}
+        for i, values in enumerate(groups):  # the first group holding a value wins
+            for v in values:
+                label.setdefault(v, i + 1)
+        keys: dict[int, int] = {}  # the row value (a string's code, an int; -1: missing) -> its group
+        if name in t.codes:  # strings: compare their codes
+            code = {s: c for c, s in enumerate(t.strings)}
+            for v, grp in label.items():
+                if v is None or v in code:
+                    keys[-1 if v is None else code[v]] = grp
+            column = np.asarray(t.codes[name], dtype=np.int64)
+        else:
+            for v, grp in label.items():
+                if v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool)):
+                    keys[-1 if v is None else int(v)] = grp
+            column = np.asarray(t.ints[name], dtype=np.int64)
+        per_row = np.zeros(len(t) + 1, dtype=_group_dtype(len(groups)))  # decided per segment, then one gather
+        if keys:
+            k = np.array(sorted(keys), dtype=np.int64)
+            g = np.array([keys[x] for x in k.tolist()], dtype=per_row.dtype)
+            at = np.minimum(np.searchsorted(k, column), len(k) - 1)
+            hit = k[at] == column
+            per_row[:-1][hit] = g[at[hit]]
+            per_row[-1] = keys.get(-1, 0)  # nodes without a segment: the attribute is missing
+        return self._per_node(per_row)
 
     def int_column(self, name: str) -> np.ndarray:
         if name == "seg":
@@ -453,21 +512,46 @@ class Derived(Attributes):
         return Derived(leaves, which, where)
 
 
-def lookup_in_blocks(ids: np.ndarray, blocks: np.ndarray, refs: np.ndarray) -> np.ndarray:
+def lookup_in_blocks(ids: np.ndarray, blocks: np.ndarray, refs: np.ndarray, hint: np.ndarray | None = None,
+                     hinted_only: bool = False) -> np.ndarray:
     """Position of each id of ``refs`` in ``ids``, an array sorted within each block
     (``blocks``: the block offsets, ``[0, …, len(ids)]``); -1 where absent.
 
+    ``hint``: for each ref, the block to look in first (-1: none); refs found there are not
+    looked for elsewhere (ids are unique). With ``hinted_only``, a hinted ref missing from its
+    block is absent.
+
     >>> lookup_in_blocks(np.array([5, 9, 1, 7]), np.array([0, 2, 4]), np.array([7, 5, 3])).tolist()
+    [3, 0, -1]
+    >>> lookup_in_blocks(np.array([5, 9, 1, 7]), np.array([0, 2, 4]), np.array([7, 5, 3]), np.array([1, 1, -1])).tolist()
     [3, 0, -1]
     """
     refs = np.asarray(refs, dtype=np.int64)
     out = np.full(len(refs), -1, dtype=np.int64)
+    rest = np.arange(len(refs), dtype=np.int64)
+    if hint is not None and len(refs):
+        has = np.flatnonzero(hint >= 0)
+        by_block = has[np.argsort(hint[has], kind="stable")]
+        cuts = np.flatnonzero(np.diff(hint[by_block])) + 1
+        for group in np.split(by_block, cuts) if len(by_block) else []:
+            b = int(hint[group[0]])
+            lo, hi = int(blocks[b]), int(blocks[b + 1])
+            if hi <= lo:
+                continue
+            part = ids[lo:hi]
+            pos = np.minimum(np.searchsorted(part, refs[group]), hi - lo - 1)
+            hit = np.asarray(part[pos]) == refs[group]
+            out[group[hit]] = pos[hit] + lo
+        rest = np.flatnonzero((out < 0) & (hint < 0)) if hinted_only else np.flatnonzero(out < 0)
+    if not len(rest):
+        return out
+    sub = refs[rest]
     for b in range(len(blocks) - 1):
         lo, hi = int(blocks[b]), int(blocks[b + 1])
-        if hi <= lo or not len(refs):
+        if hi <= lo:
             continue
         part = ids[lo:hi]
-        pos = np.minimum(np.searchsorted(part, refs), hi - lo - 1)
-        hit = np.asarray(part[pos]) == refs
-        out[hit] = pos[hit] + lo
+        pos = np.minimum(np.searchsorted(part, sub), hi - lo - 1)
+        hit = np.asarray(part[pos]) == sub
+        out[rest[hit]] = pos[hit] + lo
     return out
