@@ -17,7 +17,8 @@ keeps
 
 Traversals gather whole frontiers with numpy, so a query's cost grows with its answer and the
 depth of the graph, not with the graph's size. Indexes are immutable: ZoomOut, ZoomIn and
-deletion return new ones (see :mod:`lipspark.query`). A few conveniences work by node id:
+deletion return views of them (:class:`~lipspark.graph.view.View`, a mask and an overlay over
+this graph; see :mod:`lipspark.query`). A few conveniences work by node id:
 :meth:`GraphIndex.polynomial`, :meth:`GraphIndex.value`, :meth:`GraphIndex.find`,
 :meth:`GraphIndex.token_id`, :meth:`GraphIndex.node`, :meth:`GraphIndex.child_ids`.
 
@@ -288,10 +289,12 @@ class GraphIndex:
 
     def derive(self, keep: np.ndarray, edge_keep: np.ndarray, add: NodeSet | None = None,
                add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, *, zoom: dict[str, Any] | None = None) -> "GraphIndex":
-        """A new in-memory view with the nodes ``keep`` (bool mask) and edges ``edge_keep`` (bool
+        """A new in-memory index with the nodes ``keep`` (bool mask) and edges ``edge_keep`` (bool
         mask over :attr:`src`/:attr:`dst`, both endpoints kept), plus the nodes ``add`` and the
-        edges ``add_edges`` = (src ids, dst ids, eids). Attributes are not copied: the view reads
-        them from this graph's source (and ``add``'s) by position."""
+        edges ``add_edges`` = (src ids, dst ids, eids). The node and edge arrays are copied (a
+        pass over the graph; ZoomOut, ZoomIn and deletion make a :class:`~lipspark.graph.view.View`
+        instead, whatever edges it keeps are the base's between visible nodes); attributes are not:
+        it reads them from this graph's source (and ``add``'s) by position."""
         kept_pos = np.flatnonzero(keep)
         ids_kept = self.ids[kept_pos]
         parts: list[tuple[Attributes, np.ndarray]] = [(self.attrs_source, kept_pos)]
