@@ -291,10 +291,10 @@ class GraphIndex:
                add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, *, zoom: dict[str, Any] | None = None) -> "GraphIndex":
         """A new in-memory index with the nodes ``keep`` (bool mask) and edges ``edge_keep`` (bool
         mask over :attr:`src`/:attr:`dst`, both endpoints kept), plus the nodes ``add`` and the
-        edges ``add_edges`` = (src ids, dst ids, eids). The node and edge arrays are copied (a
-        pass over the graph; ZoomOut, ZoomIn and deletion make a :class:`~lipspark.graph.view.View`
-        instead, whatever edges it keeps are the base's between visible nodes); attributes are not:
-        it reads them from this graph's source (and ``add``'s) by position."""
+        edges ``add_edges`` = (src ids, dst ids, eids). The node and edge arrays are copied, a
+        pass over the graph (ZoomOut, ZoomIn and deletion make a :class:`~lipspark.graph.view.View`
+        instead); attributes are not: it reads them from this graph's source (and ``add``'s) by
+        position."""
         kept_pos = np.flatnonzero(keep)
         ids_kept = self.ids[kept_pos]
         parts: list[tuple[Attributes, np.ndarray]] = [(self.attrs_source, kept_pos)]
