@@ -689,6 +689,9 @@ class GraphIndex:
         seen: np.ndarray | None = None
         while len(frontier):
             nxt = step(frontier)
+            if seen is None and len(visited) + len(nxt) > (n >> 8):  # a large step: no sorting it
+                seen = np.zeros(n, dtype=bool)
+                seen[visited] = True
             if seen is None:
                 nxt = np.unique(nxt)
                 if len(visited) and len(nxt):
