@@ -153,14 +153,39 @@ class Attributes(ABC):
         >>> Columns(3, {"module": ["a", "b", None]}).group_of("module", [["b"], ["a", "b"]]).tolist()
         [2, 1, 0]
         """
-        out = np.zeros(self.n, dtype=_group_dtype(len(groups)))
-        for i, values in enumerate(groups):
-            out[self.where(name, values) & (out == 0)] = i + 1
-        return out
+        label = _labels(groups)
+        dtype = _group_dtype(len(groups))
+        if name in NUMERIC:  # one vectorized lookup of the integer column
+            keys = {(-1 if v is None else int(v)): g for v, g in label.items()
+                    if v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))}
+            return _lookup_labels(self.int_column(name), keys, dtype)
+        col = self.get(name, np.arange(self.n, dtype=np.int64)).tolist()
+        return np.fromiter((label.get(v, 0) for v in col), dtype=dtype, count=len(col))
 
 
 def _group_dtype(k: int) -> Any:
     return np.uint8 if k < 255 else np.int32
+
+
+def _labels(groups: Sequence[Iterable[Any]]) -> dict[Any, int]:
+    """Each value of ``groups`` -> 1 + the index of the first group that holds it."""
+    label: dict[Any, int] = {}
+    for i, values in enumerate(groups):
+        for v in values:
+            label.setdefault(v, i + 1)
+    return label
+
+
+def _lookup_labels(column: np.ndarray, keys: Mapping[int, int], dtype: Any) -> np.ndarray:
+    """``keys[v]`` for every ``v`` of an integer ``column`` (0 where absent)."""
+    out = np.zeros(len(column), dtype=dtype)
+    if keys:
+        k = np.array(sorted(keys), dtype=np.int64)
+        g = np.array([keys[x] for x in k.tolist()], dtype=dtype)
+        at = np.minimum(np.searchsorted(k, column), len(k) - 1)
+        hit = k[at] == column
+        out[hit] = g[at[hit]]
+    return out
 
 
 class Columns(Attributes):
@@ -169,6 +194,7 @@ class Columns(Attributes):
 
     def __init__(self, n: int, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> None:
         self.n = n
+        self._ints: dict[str, np.ndarray] = {}
         self.columns: dict[str, np.ndarray] = {}
         for name, col in columns.items():
             arr = np.empty(n, dtype=object)
@@ -180,6 +206,12 @@ class Columns(Attributes):
         if col is None:
             return np.full(len(pos), None, dtype=object)
         return col[np.asarray(pos, dtype=np.int64)]
+
+    def int_column(self, name: str) -> np.ndarray:
+        if name not in self._ints:  # the columns never change: convert once
+            self._ints[name] = super().int_column(name)
+            self._ints[name].flags.writeable = False
+        return self._ints[name]
 
 
 class Overlay(Attributes):
@@ -409,10 +441,7 @@ class Mapped(Attributes):
         if name not in SEGMENT_ATTRIBUTES:
             return super().group_of(name, groups)
         t = self.table
-        label: dict[Any, int] = {}
-        for i, values in enumerate(groups):  # the first group holding a value wins
-            for v in values:
-                label.setdefault(v, i + 1)
+        label = _labels(groups)  # the first group holding a value wins
         keys: dict[int, int] = {}  # the row value (a string's code, an int; -1: missing) -> its group
         if name in t.codes:  # strings: compare their codes
             code = {s: c for c, s in enumerate(t.strings)}
@@ -425,14 +454,8 @@ class Mapped(Attributes):
                 if v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool)):
                     keys[-1 if v is None else int(v)] = grp
             column = np.asarray(t.ints[name], dtype=np.int64)
-        per_row = np.zeros(len(t) + 1, dtype=_group_dtype(len(groups)))  # decided per segment, then one gather
-        if keys:
-            k = np.array(sorted(keys), dtype=np.int64)
-            g = np.array([keys[x] for x in k.tolist()], dtype=per_row.dtype)
-            at = np.minimum(np.searchsorted(k, column), len(k) - 1)
-            hit = k[at] == column
-            per_row[:-1][hit] = g[at[hit]]
-            per_row[-1] = keys.get(-1, 0)  # nodes without a segment: the attribute is missing
+        dtype = _group_dtype(len(groups))  # decided per segment, then one gather
+        per_row = np.append(_lookup_labels(column, keys, dtype), np.array([keys.get(-1, 0)], dtype=dtype))  # last: no segment
         return self._per_node(per_row)
 
     def int_column(self, name: str) -> np.ndarray:
@@ -474,6 +497,15 @@ class Derived(Attributes):
             sel = np.flatnonzero(self.which == i)
             if len(sel):
                 out[sel] = part.where(name, wanted)[self.where_pos[sel]]
+        return out
+
+    def group_of(self, name: str, groups: Sequence[Iterable[Any]]) -> np.ndarray:
+        groups = [list(g) for g in groups]
+        out = np.zeros(self.n, dtype=_group_dtype(len(groups)))
+        for i, part in enumerate(self.parts):
+            sel = np.flatnonzero(self.which == i)
+            if len(sel):
+                out[sel] = part.group_of(name, groups)[self.where_pos[sel]]
         return out
 
     def int_column(self, name: str) -> np.ndarray:
