@@ -491,8 +491,9 @@ def change(g: GraphIndex, *, remove: np.ndarray | None = None, restore: np.ndarr
     nodes have zoom ids, free by the id layout; searching every block of a store for a missing
     id would cost more than the view).
 
-    Nothing is copied but ``g``'s mask when it changes: the cost is the change's, plus one pass
-    over the mask's bytes. A view that hides and adds nothing is the base itself.
+    Nothing is copied but ``g``'s mask when it changes (a ``remove`` mask over a base graph
+    becomes the view's mask as it is: do not change it afterwards): the cost is the change's,
+    plus one pass over the mask's bytes. A view that hides and adds nothing is the base itself.
     """
     base = g.base
     n_base = len(base)
