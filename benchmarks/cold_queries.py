@@ -15,7 +15,11 @@ first run, as it is for a user who asks a second question), A/B interleaved acro
 of ``--repeat`` runs; wall time and peak resident memory from ``/usr/bin/time -v``. Also
 ``lipspark --help``. Results: ``benchmarks/results/cold_queries.json``.
 
-    python benchmarks/cold_queries.py [--source graphs/car_dealership-demo] [--sizes 1e6,1e7] [--repeat 5]
+``--before TREE`` compares with an earlier version of lipspark (a source tree, e.g.
+``git archive REV | tar -x -C TREE``): every case also runs with that tree's package, in the
+same round (before, after, before, after…), and the two versions' answers must be identical.
+
+    python benchmarks/cold_queries.py [--source graphs/car_dealership-demo] [--sizes 1e6,1e7] [--repeat 5] [--before TREE]
 """
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -131,10 +136,11 @@ def tile_store(source: str, out: str, copies: int) -> int:
     return totals["nodes"]
 
 
-def timed(cmd: list[str]) -> tuple[float, int, str]:
-    """Wall seconds and peak RSS (KB) of a whole process, and its stdout."""
+def timed(cmd: list[str], tree: str = ROOT) -> tuple[float, int, str]:
+    """Wall seconds and peak RSS (KB) of a whole process run with the lipspark of ``tree``, and its stdout."""
+    env = dict(os.environ, PYTHONPATH=tree)
     t0 = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True)
+    p = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True, cwd=tree, env=env)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {p.stderr[-2000:]}")
@@ -149,6 +155,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--work", default=os.path.join(ROOT, "graphs"))
     ap.add_argument("--out", default=os.path.join(HERE, "results", "cold_queries.json"))
+    ap.add_argument("--before", help="an earlier lipspark source tree to compare with, interleaved")
     args = ap.parse_args()
     if not os.path.exists(os.path.join(args.source, "store.json")):
         print(f"no store at {args.source}: run `make demo` first", file=sys.stderr)
@@ -170,26 +177,33 @@ def main() -> int:
     for path in stores:
         for name, q in QUERIES.items():
             cases.append((name, path, [py, "-m", "lipspark.cli", "query", path, "-e", q.format(modules=", ".join(modules)), "--format", "json"]))
-    samples: dict[tuple[str, str | None], list[tuple[float, int]]] = {(n, p): [] for n, p, _ in cases}
-    answers: dict[tuple[str, str | None], str] = {}
-    for _ in range(args.repeat):  # interleaved: every case once per round
+    versions = {"after": ROOT, **({"before": os.path.abspath(args.before)} if args.before else {})}
+    samples: dict[tuple[str, str, str | None], list[tuple[float, int]]] = {(v, n, p): [] for v in versions for n, p, _ in cases}
+    answers: dict[tuple[str, str, str | None], str] = {}
+    for rnd in range(args.repeat):  # interleaved: every case once per round, each version after the other
         for name, path, cmd in cases:
-            wall, rss, out = timed(cmd)
-            samples[name, path].append((wall, rss))
-            if name != "help":
-                answers[name, path] = out
+            for version, tree in (reversed(versions.items()) if rnd % 2 else versions.items()):
+                wall, rss, out = timed(cmd, tree)
+                samples[version, name, path].append((wall, rss))
+                if name != "help":
+                    answers[version, name, path] = out
     for name in QUERIES:  # the answers do not depend on the size (tile 0 is the same graph)
-        got = {p: json.loads(answers[name, p])[-1]["summary"] for p in stores}
+        got = {p: json.loads(answers["after", name, p])[-1]["summary"] for p in stores}
         print(f"{name}: {got}")
-    results = {"source": args.source, "source_nodes": src_nodes, "repeat": args.repeat, "machine": platform.platform(),
-               "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "cases": []}
-    for (name, path), vals in samples.items():
+    same = {f"{n} {stores[p]}": answers["before", n, p] == answers["after", n, p] for n in QUERIES for p in stores} if args.before else {}
+    if same:
+        print("identical answers before and after:", same)
+    results: dict[str, Any] = {"source": args.source, "source_nodes": src_nodes, "repeat": args.repeat, "machine": platform.platform(),
+                               "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%d"), "cases": []}
+    if args.before:
+        results["before"] = {"tree": versions["before"], "cases": [], "same_answers": same}
+    for (version, name, path), vals in samples.items():
         walls, rsss = [v[0] for v in vals], [v[1] for v in vals]
         nodes = stores.get(path) if path else None
         row = {"query": name, "nodes": nodes, "wall_s": statistics.median(walls), "walls": walls,
                "peak_rss_kb": max(rsss), "bytes_per_node": (max(rsss) * 1024 / nodes) if nodes else None}
-        results["cases"].append(row)
-        print(f"{name:14s} {nodes or '':>12} nodes  {row['wall_s']:.3f} s  {row['peak_rss_kb'] / 1024:.0f} MB"
+        (results["cases"] if version == "after" else results["before"]["cases"]).append(row)
+        print(f"{version:6s} {name:14s} {nodes or '':>12} nodes  {row['wall_s']:.3f} s  {row['peak_rss_kb'] / 1024:.0f} MB"
               + (f"  {row['bytes_per_node']:.1f} B/node" if nodes else ""))
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:

@@ -45,7 +45,7 @@ def tile(g: GraphIndex, copies: int) -> GraphIndex:
     inv = nodes["invocation"].to_numpy(dtype="float64", na_value=np.nan)
     inv_rank = np.full(n, -1, dtype=np.int64)
     ok = ~np.isnan(inv)
-    inv_rank[ok] = np.searchsorted(g.ids, g.nodes["invocation"].to_numpy(dtype="int64", na_value=0)[ok])
+    inv_rank[ok] = g.lookup(g.nodes["invocation"].to_numpy(dtype="int64", na_value=0)[ok])  # ids are sorted per block only
     parts, srcs, dsts = [], [], []
     for k in range(copies):
         base = np.int64(k) * n

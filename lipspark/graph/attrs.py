@@ -124,6 +124,11 @@ class Attributes(ABC):
         col = self.get(name, np.arange(self.n, dtype=np.int64))
         return np.fromiter((v in wanted for v in col.tolist()), dtype=bool, count=len(col))
 
+    def segment_blocks(self, segs: np.ndarray) -> np.ndarray | None:
+        """The block holding each segment number (-1: no such segment), or None when this
+        source has no segment table (a graph in memory: one block)."""
+        return None
+
     def segment_rows(self, conditions: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:
         """(segment numbers, their blocks) of the segments whose :data:`SEGMENT_ATTRIBUTES` match
         every condition (attribute -> allowed values), or None when this source has no segment
@@ -140,6 +145,48 @@ class Attributes(ABC):
         pos = np.arange(self.n, dtype=np.int64) if pos is None else pos
         return {v for v in self.get(name, pos).tolist() if v is not None}
 
+    def group_of(self, name: str, groups: Sequence[Iterable[Any]]) -> np.ndarray:
+        """For every node, ``1 +`` the index of the first of ``groups`` that holds its attribute
+        ``name`` (0: none): several :meth:`where` at once (ZoomOut asks which of the zoomed
+        modules' invocations created each node).
+
+        >>> Columns(3, {"module": ["a", "b", None]}).group_of("module", [["b"], ["a", "b"]]).tolist()
+        [2, 1, 0]
+        """
+        label = _labels(groups)
+        dtype = _group_dtype(len(groups))
+        if name in NUMERIC:  # one vectorized lookup of the integer column
+            keys = {(-1 if v is None else int(v)): g for v, g in label.items()
+                    if v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool))}
+            return _lookup_labels(self.int_column(name), keys, dtype)
+        col = self.get(name, np.arange(self.n, dtype=np.int64)).tolist()
+        return np.fromiter((label.get(v, 0) for v in col), dtype=dtype, count=len(col))
+
+
+def _group_dtype(k: int) -> Any:
+    return np.uint8 if k < 255 else np.int32
+
+
+def _labels(groups: Sequence[Iterable[Any]]) -> dict[Any, int]:
+    """Each value of ``groups`` -> 1 + the index of the first group that holds it."""
+    label: dict[Any, int] = {}
+    for i, values in enumerate(groups):
+        for v in values:
+            label.setdefault(v, i + 1)
+    return label
+
+
+def _lookup_labels(column: np.ndarray, keys: Mapping[int, int], dtype: Any) -> np.ndarray:
+    """``keys[v]`` for every ``v`` of an integer ``column`` (0 where absent)."""
+    out = np.zeros(len(column), dtype=dtype)
+    if keys:
+        k = np.array(sorted(keys), dtype=np.int64)
+        g = np.array([keys[x] for x in k.tolist()], dtype=dtype)
+        at = np.minimum(np.searchsorted(k, column), len(k) - 1)
+        hit = k[at] == column
+        out[hit] = g[at[hit]]
+    return out
+
 
 class Columns(Attributes):
     """Attributes held as in-memory columns (lists or arrays of length ``n``); missing columns
@@ -147,6 +194,7 @@ class Columns(Attributes):
 
     def __init__(self, n: int, columns: Mapping[str, Sequence[Any] | np.ndarray]) -> None:
         self.n = n
+        self._ints: dict[str, np.ndarray] = {}
         self.columns: dict[str, np.ndarray] = {}
         for name, col in columns.items():
             arr = np.empty(n, dtype=object)
@@ -158,6 +206,12 @@ class Columns(Attributes):
         if col is None:
             return np.full(len(pos), None, dtype=object)
         return col[np.asarray(pos, dtype=np.int64)]
+
+    def int_column(self, name: str) -> np.ndarray:
+        if name not in self._ints:  # the columns never change: convert once
+            self._ints[name] = super().int_column(name)
+            self._ints[name].flags.writeable = False
+        return self._ints[name]
 
 
 class Overlay(Attributes):
@@ -351,6 +405,13 @@ class Mapped(Attributes):
             good = np.isin(np.asarray(t.ints[name]), np.array(nums, dtype=np.int64))
         return np.append(good, None in wanted)
 
+    def segment_blocks(self, segs: np.ndarray) -> np.ndarray | None:
+        segs = np.asarray(segs, dtype=np.int64)
+        inside = (segs >= 0) & (segs < len(self._row))
+        rows = np.full(len(segs), -1, dtype=np.int64)
+        rows[inside] = self._row[segs[inside]]
+        return np.where(rows >= 0, self.row_block[np.maximum(rows, 0)], -1) if len(self.row_block) else rows
+
     def segment_rows(self, conditions: Mapping[str, Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:
         keep = np.ones(len(self.table), dtype=bool)
         for name, values in conditions.items():
@@ -375,6 +436,27 @@ class Mapped(Attributes):
                 out |= blob.equal(everything, v)
             return out
         return super().where(name, wanted)
+
+    def group_of(self, name: str, groups: Sequence[Iterable[Any]]) -> np.ndarray:
+        if name not in SEGMENT_ATTRIBUTES:
+            return super().group_of(name, groups)
+        t = self.table
+        label = _labels(groups)  # the first group holding a value wins
+        keys: dict[int, int] = {}  # the row value (a string's code, an int; -1: missing) -> its group
+        if name in t.codes:  # strings: compare their codes
+            code = {s: c for c, s in enumerate(t.strings)}
+            for v, grp in label.items():
+                if v is None or v in code:
+                    keys[-1 if v is None else code[v]] = grp
+            column = np.asarray(t.codes[name], dtype=np.int64)
+        else:
+            for v, grp in label.items():
+                if v is None or (isinstance(v, (int, np.integer)) and not isinstance(v, bool)):
+                    keys[-1 if v is None else int(v)] = grp
+            column = np.asarray(t.ints[name], dtype=np.int64)
+        dtype = _group_dtype(len(groups))  # decided per segment, then one gather
+        per_row = np.append(_lookup_labels(column, keys, dtype), np.array([keys.get(-1, 0)], dtype=dtype))  # last: no segment
+        return self._per_node(per_row)
 
     def int_column(self, name: str) -> np.ndarray:
         if name == "seg":
@@ -417,6 +499,15 @@ class Derived(Attributes):
                 out[sel] = part.where(name, wanted)[self.where_pos[sel]]
         return out
 
+    def group_of(self, name: str, groups: Sequence[Iterable[Any]]) -> np.ndarray:
+        groups = [list(g) for g in groups]
+        out = np.zeros(self.n, dtype=_group_dtype(len(groups)))
+        for i, part in enumerate(self.parts):
+            sel = np.flatnonzero(self.which == i)
+            if len(sel):
+                out[sel] = part.group_of(name, groups)[self.where_pos[sel]]
+        return out
+
     def int_column(self, name: str) -> np.ndarray:
         out = np.full(self.n, -1, dtype=np.int64)
         for i, part in enumerate(self.parts):
@@ -453,21 +544,46 @@ class Derived(Attributes):
         return Derived(leaves, which, where)
 
 
-def lookup_in_blocks(ids: np.ndarray, blocks: np.ndarray, refs: np.ndarray) -> np.ndarray:
+def lookup_in_blocks(ids: np.ndarray, blocks: np.ndarray, refs: np.ndarray, hint: np.ndarray | None = None,
+                     hinted_only: bool = False) -> np.ndarray:
     """Position of each id of ``refs`` in ``ids``, an array sorted within each block
     (``blocks``: the block offsets, ``[0, …, len(ids)]``); -1 where absent.
 
+    ``hint``: for each ref, the block to look in first (-1: none); refs found there are not
+    looked for elsewhere (ids are unique). With ``hinted_only``, a hinted ref missing from its
+    block is absent.
+
     >>> lookup_in_blocks(np.array([5, 9, 1, 7]), np.array([0, 2, 4]), np.array([7, 5, 3])).tolist()
+    [3, 0, -1]
+    >>> lookup_in_blocks(np.array([5, 9, 1, 7]), np.array([0, 2, 4]), np.array([7, 5, 3]), np.array([1, 1, -1])).tolist()
     [3, 0, -1]
     """
     refs = np.asarray(refs, dtype=np.int64)
     out = np.full(len(refs), -1, dtype=np.int64)
+    rest = np.arange(len(refs), dtype=np.int64)
+    if hint is not None and len(refs):
+        has = np.flatnonzero(hint >= 0)
+        by_block = has[np.argsort(hint[has], kind="stable")]
+        cuts = np.flatnonzero(np.diff(hint[by_block])) + 1
+        for group in np.split(by_block, cuts) if len(by_block) else []:
+            b = int(hint[group[0]])
+            lo, hi = int(blocks[b]), int(blocks[b + 1])
+            if hi <= lo:
+                continue
+            part = ids[lo:hi]
+            pos = np.minimum(np.searchsorted(part, refs[group]), hi - lo - 1)
+            hit = np.asarray(part[pos]) == refs[group]
+            out[group[hit]] = pos[hit] + lo
+        rest = np.flatnonzero((out < 0) & (hint < 0)) if hinted_only else np.flatnonzero(out < 0)
+    if not len(rest):
+        return out
+    sub = refs[rest]
     for b in range(len(blocks) - 1):
         lo, hi = int(blocks[b]), int(blocks[b + 1])
-        if hi <= lo or not len(refs):
+        if hi <= lo:
             continue
         part = ids[lo:hi]
-        pos = np.minimum(np.searchsorted(part, refs), hi - lo - 1)
-        hit = np.asarray(part[pos]) == refs
-        out[hit] = pos[hit] + lo
+        pos = np.minimum(np.searchsorted(part, sub), hi - lo - 1)
+        hit = np.asarray(part[pos]) == sub
+        out[rest[hit]] = pos[hit] + lo
     return out

@@ -80,7 +80,7 @@ class _Shown:
         pos = positions.tolist()
         self.label = dict(zip(pos, g.column("label", positions).tolist()))
         self.value = dict(zip(pos, g.column("value", positions).tolist()))
-        inv = positions[np.asarray(g.op)[positions] == _INVOCATION]
+        inv = positions[g.op[positions] == _INVOCATION]
         self.execution = dict(zip(inv.tolist(), g.column("execution", inv).tolist()))
 
     def token(self, pos: int) -> str:
@@ -158,7 +158,7 @@ def invocation_tokens(g: "GraphIndex", node: int) -> set[str]:
     """The invocation tokens (``M_<module>[<execution>]``) the node's expression mentions."""
     pos = g.position(node)
     up = np.append(g.ancestors(pos), pos)
-    inv = up[np.asarray(g.op)[up] == _INVOCATION]
+    inv = up[g.op[up] == _INVOCATION]
     return set(_Shown(g, inv).token(p) for p in inv.tolist())
 
 

@@ -17,7 +17,8 @@ keeps
 
 Traversals gather whole frontiers with numpy, so a query's cost grows with its answer and the
 depth of the graph, not with the graph's size. Indexes are immutable: ZoomOut, ZoomIn and
-deletion return new ones (see :mod:`lipspark.query`). A few conveniences work by node id:
+deletion return views of them (:class:`~lipspark.graph.view.View`, a mask and an overlay over
+this graph; see :mod:`lipspark.query`). A few conveniences work by node id:
 :meth:`GraphIndex.polynomial`, :meth:`GraphIndex.value`, :meth:`GraphIndex.find`,
 :meth:`GraphIndex.token_id`, :meth:`GraphIndex.node`, :meth:`GraphIndex.child_ids`.
 
@@ -43,13 +44,13 @@ import numpy as np
 from lipspark.errors import LipsparkError, StoreError
 from lipspark.graph.attrs import ATTRIBUTES, NODE_TYPES, Attributes, Columns, Derived, lookup_in_blocks, op_codes, type_codes
 from lipspark.vocabulary import Op, Segment
-from lipspark.vocabulary.ids import positional
+from lipspark.vocabulary.ids import SEGMENT_SHIFT, positional
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
     import pyarrow as pa
 
-__all__ = ["GraphIndex", "NodeSet", "gather", "unique_positions", "op_codes", "type_codes", "NODE_TYPES", "NODE_COLUMNS"]
+__all__ = ["GraphIndex", "NodeSet", "gather", "slots", "unique_positions", "op_codes", "type_codes", "NODE_TYPES", "NODE_COLUMNS"]
 
 
 #: The columns of a node table (:meth:`GraphIndex.frame`), in order.
@@ -64,13 +65,24 @@ def gather(ptr: np.ndarray, targets: np.ndarray, nodes: np.ndarray) -> np.ndarra
     """
     if len(nodes) == 0:
         return np.empty(0, dtype=targets.dtype)
-    starts = ptr[nodes]
-    lens = ptr[nodes + 1] - starts
+    return targets[slots(ptr, nodes)]
+
+
+def slots(ptr: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    """The CSR slots ``ptr[v]:ptr[v+1]`` of every ``v`` in ``nodes``, concatenated (int64).
+
+    >>> slots(np.array([0, 2, 3, 3]), np.array([0, 2, 1])).tolist()
+    [0, 1, 2]
+    """
+    nodes = np.asarray(nodes, dtype=np.int64)
+    if len(nodes) == 0:
+        return np.zeros(0, dtype=np.int64)
+    starts = np.asarray(ptr[nodes], dtype=np.int64)
+    lens = np.asarray(ptr[nodes + 1], dtype=np.int64) - starts
     total = int(lens.sum())
     if total == 0:
-        return np.empty(0, dtype=targets.dtype)
-    offs = np.repeat(starts - np.cumsum(lens) + lens, lens)
-    return targets[offs + np.arange(total, dtype=np.int64)]
+        return np.zeros(0, dtype=np.int64)
+    return np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total, dtype=np.int64)
 
 
 def unique_positions(a: np.ndarray, n: int) -> np.ndarray:
@@ -126,6 +138,24 @@ class NodeSet:
                        Derived.flatten([(s.attrs, np.arange(len(s), dtype=np.int64)) for s in sets]))
 
 
+def _node_key(op: "Op | str | int | None", type: str | None, kind: str | None) -> tuple[int, int, int]:
+    """(operator code, node type code, 1 for v-nodes / 0 for p-nodes), -1 for "any"."""
+    return (-1 if op is None else int(Op.parse(op)), -1 if type is None else NODE_TYPES.index(type or ""),
+            -1 if kind is None else int(kind == "v"))
+
+
+def _matching(op: np.ndarray, type_code: np.ndarray, is_v: np.ndarray, key: tuple[int, int, int]) -> np.ndarray:
+    """Mask: the nodes whose arrays match ``key`` (:func:`_node_key`)."""
+    mask = np.ones(len(op), dtype=bool)
+    if key[0] >= 0:
+        mask &= np.asarray(op) == key[0]
+    if key[1] >= 0:
+        mask &= np.asarray(type_code) == key[1]
+    if key[2] >= 0:
+        mask &= np.asarray(is_v) == bool(key[2])
+    return mask
+
+
 def _out_csr(src: np.ndarray, dst: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(src, kind="stable")
     ptr = np.zeros(n + 1, dtype=np.int64)
@@ -156,9 +186,8 @@ class GraphIndex:
         self.op = op
         #: the node type (:data:`NODE_TYPES` code)
         self.type_code = type_code
-        #: edges grouped by target (children of each node): slots ``in_ptr[v]:in_ptr[v+1]`` of ``in_src``
-        self.in_ptr = in_ptr
-        self.in_src = in_src
+        self._in_ptr = in_ptr
+        self._in_src = in_src
         self._in_eid = in_eid
         self.attrs_source = attrs
         #: node offsets of the blocks (each sorted by id)
@@ -168,6 +197,7 @@ class GraphIndex:
         self.cross = list(cross)
         #: what each zoomed-out module hid, so that ZoomIn can give it back (see lipspark.query.zoom)
         self.zoom: dict[str, Any] = dict(zoom or {})
+        self._with: dict[tuple[int, int, int], np.ndarray] = {}
 
     #: How Jupyter draws a graph (``_repr_html_``): set by :mod:`lipspark.viz` when it is imported,
     #: so the graph layer does not depend on the drawing layer. ``None``: the text repr.
@@ -259,10 +289,12 @@ class GraphIndex:
 
     def derive(self, keep: np.ndarray, edge_keep: np.ndarray, add: NodeSet | None = None,
                add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, *, zoom: dict[str, Any] | None = None) -> "GraphIndex":
-        """A new in-memory view with the nodes ``keep`` (bool mask) and edges ``edge_keep`` (bool
+        """A new in-memory index with the nodes ``keep`` (bool mask) and edges ``edge_keep`` (bool
         mask over :attr:`src`/:attr:`dst`, both endpoints kept), plus the nodes ``add`` and the
-        edges ``add_edges`` = (src ids, dst ids, eids). Attributes are not copied: the view reads
-        them from this graph's source (and ``add``'s) by position."""
+        edges ``add_edges`` = (src ids, dst ids, eids). The node and edge arrays are copied, a
+        pass over the graph (ZoomOut, ZoomIn and deletion make a :class:`~lipspark.graph.view.View`
+        instead); attributes are not: it reads them from this graph's source (and ``add``'s) by
+        position."""
         kept_pos = np.flatnonzero(keep)
         ids_kept = self.ids[kept_pos]
         parts: list[tuple[Attributes, np.ndarray]] = [(self.attrs_source, kept_pos)]
@@ -297,6 +329,21 @@ class GraphIndex:
                        Derived.flatten([(self.attrs_source, positions)]))
 
     # ------------------------------------------------------------------ edges
+    @property
+    def in_ptr(self) -> np.ndarray:
+        """Edges grouped by target (the children of each node): slots ``in_ptr[v]:in_ptr[v+1]`` of :attr:`in_src`."""
+        return self._in_ptr
+
+    @property
+    def in_src(self) -> np.ndarray:
+        """The source position of the edge in each slot (see :attr:`in_ptr`)."""
+        return self._in_src
+
+    @property
+    def base(self) -> "GraphIndex":
+        """The captured graph this one is a view of (:class:`~lipspark.graph.view.View`); itself here."""
+        return self
+
     @property
     def num_edges(self) -> int:
         """Number of edges (with multiplicity)."""
@@ -347,9 +394,25 @@ class GraphIndex:
             self._out = _out_csr(self.src, self.dst, len(self.ids))
         return self._out
 
-    def gather_children(self, frontier: np.ndarray) -> np.ndarray:
-        """Positions of the children of the nodes at ``frontier`` (concatenated, with multiplicity)."""
-        return gather(self.in_ptr, self.in_src, frontier).astype(np.int64, copy=False)
+    def edge_ids(self, edge_slots: np.ndarray) -> np.ndarray:
+        """The :attr:`eid` of the edges in ``edge_slots`` (no array of all edges is made)."""
+        edge_slots = np.asarray(edge_slots, dtype=np.int64)
+        return edge_slots if self._in_eid is None else np.asarray(self._in_eid[edge_slots], dtype=np.int64)
+
+    def gather_children(self, frontier: np.ndarray, *, owners: bool = False) -> Any:
+        """Positions of the children of the nodes at ``frontier`` (concatenated in frontier
+        order, with multiplicity); with ``owners``, also which frontier entry each belongs to."""
+        frontier = np.asarray(frontier, dtype=np.int64)
+        kids = gather(self.in_ptr, self.in_src, frontier).astype(np.int64, copy=False)
+        if not owners:
+            return kids
+        return np.repeat(np.arange(len(frontier), dtype=np.int64), self.degrees(frontier)), kids
+
+    def degrees(self, positions: np.ndarray) -> np.ndarray:
+        """The number of incoming edges (children, with multiplicity) of the nodes at ``positions``."""
+        positions = np.asarray(positions, dtype=np.int64)
+        ptr = self.in_ptr
+        return np.asarray(ptr[positions + 1], dtype=np.int64) - np.asarray(ptr[positions], dtype=np.int64)
 
     def gather_parents(self, frontier: np.ndarray, *, owners: bool = False) -> Any:
         """Positions of the parents of the nodes at ``frontier`` (with multiplicity); with
@@ -378,9 +441,17 @@ class GraphIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def lookup(self, node_ids: np.ndarray) -> np.ndarray:
-        """Position of each id (-1 where the graph has no such node)."""
-        return lookup_in_blocks(self.ids, self.blocks, np.asarray(node_ids, dtype=np.int64))
+    def lookup(self, node_ids: np.ndarray, *, positional: bool = False) -> np.ndarray:
+        """Position of each id (-1 where the graph has no such node).
+
+        A graph of several blocks (a store) looks for an id in the block of the segment its
+        bits name first, then, if it is not there, in every block (a content id may have any
+        bits). ``positional``: the ids are positional (``segment << 40 | ordinal``, such as
+        zoom ids), so one missing from its segment's block is absent — no search of every block.
+        """
+        refs = np.asarray(node_ids, dtype=np.int64)
+        hint = self.attrs_source.segment_blocks(refs >> SEGMENT_SHIFT) if len(self.blocks) > 2 and len(refs) else None
+        return lookup_in_blocks(self.ids, self.blocks, refs, hint, positional)
 
     def by_id(self, positions: Any) -> np.ndarray:
         """``positions`` ordered by node id (how answers are listed, whatever the blocks)."""
@@ -392,8 +463,8 @@ class GraphIndex:
         ``positions``, ordered by (source id, target id): read from the children of those nodes
         only, never a pass over all edges."""
         pos = np.unique(np.asarray(positions, dtype=np.int64))
-        kids = self.gather_children(pos)
-        owner = np.repeat(pos, np.asarray(self.in_ptr[pos + 1] - self.in_ptr[pos], dtype=np.int64))
+        at, kids = self.gather_children(pos, owners=True)
+        owner = pos[at]
         if len(pos) and len(kids):
             at = np.minimum(np.searchsorted(pos, kids), len(pos) - 1)
             inside = pos[at] == kids
@@ -555,16 +626,23 @@ class GraphIndex:
 
     def find(self, label: str | None = None, kind: str | None = None, op: "Op | str | int | None" = None) -> list[int]:
         """Ids (sorted) of the nodes with the given display label, kind (``p``/``v``) and/or operator."""
-        mask = np.ones(len(self.ids), dtype=bool)
-        if op is not None:
-            mask &= np.asarray(self.op) == int(Op.parse(op))
-        if kind is not None:
-            mask &= np.asarray(self.is_v) if kind == "v" else ~np.asarray(self.is_v)
+        cand = self.nodes_with(op=op, kind=kind)
         if label is not None:
-            cand = np.flatnonzero(mask)
-            mask[:] = False
-            mask[cand[self.attrs_source.get("label", cand) == label]] = True
-        return sorted(int(i) for i in self.ids[mask])
+            cand = cand[self.attrs_source.get("label", cand) == label]
+        return sorted(int(i) for i in self.ids[cand])
+
+    def nodes_with(self, *, op: "Op | str | int | None" = None, type: str | None = None, kind: str | None = None) -> np.ndarray:
+        """Positions (sorted) of the nodes with operator ``op``, node type ``type`` (``i``, ``s``,
+        ``o``, ``m``, ``z``) and kind ``kind`` (``p``/``v``), each ignored when None.
+
+        One pass over the graph's small arrays the first time, kept for the next query (the
+        invocation nodes, the outputs…); a view filters its base's answer."""
+        key = _node_key(op, type, kind)
+        found = self._with.get(key)
+        if found is None:
+            found = self._with[key] = np.flatnonzero(_matching(self.op, self.type_code, self.is_v, key))
+            found.flags.writeable = False  # shared by every caller
+        return found
 
     def token_id(self, label: str) -> int:
         """Id of the base tuple whose token is ``label`` (e.g. ``"Cars:C2"``)."""
@@ -605,12 +683,15 @@ class GraphIndex:
         Small answers are tracked in a sorted array, so a query that reaches a few hundred nodes
         never touches an array of the graph's size; past n/256 nodes a dense mask takes over.
         """
-        n = len(self.ids)
+        n = len(self)
         frontier = unique_positions(np.atleast_1d(np.asarray(seeds, dtype=np.int64)), n)
         visited = np.zeros(0, dtype=np.int64)
         seen: np.ndarray | None = None
         while len(frontier):
             nxt = step(frontier)
+            if seen is None and len(visited) + len(nxt) > (n >> 8):  # a large step: no sorting it
+                seen = np.zeros(n, dtype=bool)
+                seen[visited] = True
             if seen is None:
                 nxt = np.unique(nxt)
                 if len(visited) and len(nxt):
@@ -654,10 +735,7 @@ class GraphIndex:
             at = np.minimum(np.searchsorted(positions, p), k - 1)
             return at, positions[at] == p
 
-        ptr = self.in_ptr
-        degree = np.asarray(ptr[positions + 1] - ptr[positions], dtype=np.int64)
-        kids = self.gather_children(positions)
-        owner = np.repeat(np.arange(k, dtype=np.int64), degree)
+        owner, kids = self.gather_children(positions, owners=True)
         _, inside = local(kids)
         pending = np.bincount(owner[inside], minlength=k)
         out: list[np.ndarray] = []

@@ -32,13 +32,13 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from lipspark.graph.index import NODE_TYPES, GraphIndex
+from lipspark.graph.index import GraphIndex
+from lipspark.graph.view import change
 from lipspark.vocabulary import Op, aggregate
 from lipspark.vocabulary.ids import aggregate_ids
 
 __all__ = ["delete", "DeletionResult", "ValueChange", "propagate", "recompute", "UNKNOWN"]
 
-_O = NODE_TYPES.index("o")
 #: per operator code: does the node need all of its children (Definition 4.2, rule 2)?
 _CONJUNCTIVE = np.zeros(max(Op) + 1, dtype=bool)
 _CONJUNCTIVE[[int(o) for o in Op if o.conjunctive]] = True
@@ -71,8 +71,8 @@ class ValueChange:
 @dataclass
 class DeletionResult:
     """The outcome of a deletion: what was removed and what changed; ``view`` is the graph
-    without the removed nodes (built on first use: propagation itself touches only the
-    descendants of the deleted nodes, the new view is a pass over the whole graph)."""
+    without the removed nodes (a :class:`~lipspark.graph.view.View`: the removed nodes masked
+    out of the captured graph, made on first use)."""
 
     graph: GraphIndex
     removed: np.ndarray  # mask over ``graph``
@@ -81,13 +81,15 @@ class DeletionResult:
     removed_outputs: np.ndarray
     values: list[ValueChange] = field(default_factory=list)
     _view: GraphIndex | None = field(default=None, repr=False)
+    #: positions in ``graph`` of the surviving and of the removed outputs, in node-id order
+    surviving_output_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    removed_output_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
 
     @property
     def view(self) -> GraphIndex:
         """The view without the removed nodes and their edges."""
         if self._view is None:
-            g, removed = self.graph, self.removed
-            self._view = g.derive(~removed, ~(removed[g.src] | removed[g.dst]))
+            self._view = change(self.graph, remove=np.flatnonzero(self.removed))
         return self._view
 
 
@@ -115,13 +117,16 @@ def _groups(g: GraphIndex, aggs: np.ndarray) -> np.ndarray:
 
 
 def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
-    """Mask of the nodes removed when deleting the nodes at positions ``seeds`` (Def. 4.2)."""
-    removed = np.zeros(len(g), dtype=bool)
+    """Mask of the nodes removed when deleting the nodes at positions ``seeds`` (Def. 4.2).
+
+    Only the nodes the deletion reaches are read: the mask and the counters are zeroed arrays
+    the size of the graph, whose memory pages exist only where something was written."""
+    n = len(g)
+    removed = np.zeros(n, dtype=bool)
     frontier = np.unique(np.asarray(list(seeds), dtype=np.int64))
     removed[frontier] = True
-    remaining = g.in_degree().copy()
-    dot_like = _CONJUNCTIVE[g.op]
-    is_aggregate = _AGGREGATE[g.op]
+    remaining = np.zeros(n, dtype=np.int64)  # in-degree left, of the nodes reached so far
+    reached = np.zeros(n, dtype=bool)
     held = np.zeros(0, dtype=np.int64)  # aggregates that lost every ⊗: they follow their group
     while True:
         while len(frontier):
@@ -130,10 +135,14 @@ def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
             if not len(ups):
                 break
             u, c = np.unique(ups, return_counts=True)
+            first = u[~reached[u]]
+            remaining[first] = g.degrees(first)
+            reached[first] = True
             remaining[u] -= c
-            emptied = u[remaining[u] == 0]
-            held = np.union1d(held, emptied[is_aggregate[emptied]])
-            frontier = u[((remaining[u] == 0) & ~is_aggregate[u]) | dot_like[u]]
+            op = np.asarray(g.op[u], dtype=np.int64)
+            aggregate, empty = _AGGREGATE[op], remaining[u] == 0
+            held = np.union1d(held, u[empty & aggregate])
+            frontier = u[(empty & ~aggregate) | _CONJUNCTIVE[op]]
             removed[frontier] = True
         group = _groups(g, held)
         orphaned = (group < 0) | removed[np.maximum(group, 0)]
@@ -163,8 +172,6 @@ def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
         return []
     region = g.descendants(gone)
     region = region[~removed[region]]
-    affected = np.zeros(len(g), dtype=bool)
-    affected[region] = True
     region = region[g.is_v[region]]
     changed: dict[int, Any] = {}
     out: list[ValueChange] = []
@@ -210,14 +217,16 @@ def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True) -> Delet
     """
     removed = propagate(g, g.positions(nodes))
     changes = _what_if(g, removed) if values else []
-    is_out = (np.asarray(g.type_code) == _O) & ~np.asarray(g.is_v)  # output tuples (their values are in `values`)
-    gone = np.flatnonzero(removed)
-    out_gone = gone[is_out[gone]]
+    outputs = g.nodes_with(type="o", kind="p")  # output tuples (their values are in `values`)
+    out_gone = removed[outputs]
+    survivors, lost = g.by_id(outputs[~out_gone]), g.by_id(outputs[out_gone])
     return DeletionResult(
         graph=g,
         removed=removed,
-        removed_ids=np.sort(g.ids[gone]),
-        surviving_outputs=np.sort(g.ids[is_out & ~removed]),
-        removed_outputs=np.sort(g.ids[out_gone]),
+        removed_ids=np.sort(g.ids[np.flatnonzero(removed)]),
+        surviving_outputs=np.asarray(g.ids[survivors], dtype=np.int64),
+        removed_outputs=np.asarray(g.ids[lost], dtype=np.int64),
         values=changes,
+        surviving_output_positions=survivors,
+        removed_output_positions=lost,
     )

@@ -196,8 +196,9 @@ class Session:
 
     @property
     def view(self) -> GraphIndex:
-        """The working view. After a ``delete`` it is built when first needed (a pass over the
-        graph), so a session that ends with the deletion does not pay for it."""
+        """The working view: the captured graph (:attr:`base`, mapped once for the whole
+        session), or a :class:`~lipspark.graph.view.View` of it. After a ``delete`` it is made
+        when first needed."""
         if self._pending is not None:
             self._view, self._pending = self._pending(), None
         return self._view
@@ -249,7 +250,7 @@ class Session:
                 raise err from None
             why = []
             for m, rec in self.view.zoom.items():
-                if np.isin(rec.nodes.ids, self.base.ids[found]).any():
+                if rec.hides(self.base.ids[found]):
                     why.append(f"hidden by zoomout {m} (zoomin {m} to see it)")
             if any(op == "delete" for op, _ in self._ops):
                 why.append(("or " if why else "") + "removed by an earlier delete (reset to start over)")
@@ -320,12 +321,12 @@ class Session:
         r = delete(before, ids)
         self._pending = lambda: r.view
         self._ops.append(("delete", tuple(int(i) for i in ids)))
-        survivors = before.by_id(before.positions(r.surviving_outputs))
-        gone = before.by_id(before.positions(r.removed_outputs))
+        survivors, gone = r.surviving_output_positions, r.removed_output_positions
         out_cols = ["id", "module", "execution", "relation", "tuple"]
         values = []
-        for c in r.values:
-            a = before.attrs(before.position(c.node))
+        at = before.lookup(np.array([c.node for c in r.values], dtype=np.int64))
+        for c, p in zip(r.values, at.tolist()):
+            a = before.attrs(p)
             values.append({"node": c.node, "label": c.label, "module": a["module"], "execution": a["execution"],
                            "relation": a["relation"], "column": a["column"], "before": _plain(c.before), "after": _plain(c.after)})
         return Result(

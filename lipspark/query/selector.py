@@ -96,8 +96,8 @@ def _tuples_fast(g: GraphIndex, sel: TupleSel) -> np.ndarray | None:
     cand = g.segment_nodes(conds)
     if cand is None or not len(cand):
         return None
-    op = np.asarray(g.op)[cand]
-    cand = cand[op == Op.TOKEN] if sel.kind == "tuple" else cand[(op == _BOUNDARY_OP[sel.kind]) & ~np.asarray(g.is_v)[cand]]
+    op = g.op[cand]
+    cand = cand[op == Op.TOKEN] if sel.kind == "tuple" else cand[(op == _BOUNDARY_OP[sel.kind]) & ~g.is_v[cand]]
     out = _match(g, cand, sel.conditions, sel) if len(cand) else cand
     return out if len(out) else None
 

@@ -8,6 +8,10 @@ The invocation node, the input and the output nodes stay. ``zoom_in`` is the exa
 the hidden nodes and edges are kept in the zoomed view and given back node for node and edge for
 edge.
 
+Both return a :class:`~lipspark.graph.view.View` of the captured graph (a mask of the hidden
+nodes and an overlay of the zoom nodes): nothing of the graph is copied, and what a zoom record
+keeps is the positions of the nodes it hid (their edges are the base's, back when both ends are).
+
 A node is part of the intermediate computation of an invocation of M (Definition 4.1) iff a
 path reaches it from an input or state node of an invocation of M (or from a v-node of such an
 intermediate computation) with no output node on the path, itself included. Nodes that an
@@ -29,14 +33,15 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+from functools import cached_property
+from typing import Callable, Iterable
 
 import numpy as np
 
 from lipspark.errors import QueryError
 from lipspark.graph.attrs import Columns, Overlay
-from lipspark.graph.index import NODE_TYPES, GraphIndex, NodeSet, unique_positions
+from lipspark.graph.index import NODE_TYPES, GraphIndex, NodeSet, slots, unique_positions
+from lipspark.graph.view import EMPTY_NODES, View, change, ext_positions
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import zoom_id
 
@@ -45,15 +50,84 @@ __all__ = ["zoom_out", "zoom_in", "intermediate", "ZoomRecord", "zoomed_modules"
 _I, _S, _O = (NODE_TYPES.index(t) for t in "iso")
 
 
-@dataclass(frozen=True)
 class ZoomRecord:
-    """What a ZoomOut of one module hid: its nodes and the edges (ids and eids) they touched."""
+    """What a ZoomOut of one module hid: the base nodes at ``positions`` (sorted base positions
+    of the captured graph ``base``) with their base edges, and the overlay nodes ``extra`` (a
+    zoom node of a module zoomed out earlier, say) with the overlay edges ``extra_edges`` (ids
+    and eids) that touched what it hid.
 
-    module: str
-    nodes: NodeSet
-    src: np.ndarray
-    dst: np.ndarray
-    eid: np.ndarray
+    ``nodes``, ``src``, ``dst`` and ``eid`` list all of it (every node; every edge the zoom took
+    out of its view, by ids and eid), built when first read."""
+
+    def __init__(self, module: str, base: GraphIndex, positions: np.ndarray | Callable[[], np.ndarray], extra: NodeSet = EMPTY_NODES,
+                 extra_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, before: np.ndarray | None = None) -> None:
+        self.module = module
+        self.base = base
+        self._positions = positions
+        self.extra = extra
+        empty = np.zeros(0, dtype=np.int64)
+        self.extra_edges = extra_edges if extra_edges is not None else (empty, empty, empty)
+        #: the base nodes the zoomed view already hid (None: none), for :attr:`src`/:attr:`dst`/:attr:`eid`
+        self._before = before
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        """The base positions (sorted) of the nodes it hid: listed when first asked for (by
+        ZoomIn), not by the ZoomOut, which only marks them."""
+        found = self._positions() if callable(self._positions) else self._positions
+        del self._positions
+        return np.asarray(found).astype(np.int32 if len(self.base) < 2**31 else np.int64)
+
+    def __repr__(self) -> str:
+        return f"ZoomRecord({self.module!r}: {len(self.positions)} base nodes, {len(self.extra)} added nodes)"
+
+    def hides(self, node_ids: Iterable[int]) -> bool:
+        """True iff the zoom hid a node with one of these ids."""
+        ids = np.asarray(list(node_ids), dtype=np.int64)
+        pos = self.base.lookup(ids)
+        pos = pos[pos >= 0]
+        return bool(np.isin(pos, self.positions).any() or np.isin(ids, self.extra.ids).any())
+
+    @cached_property
+    def nodes(self) -> NodeSet:
+        """Every node the zoom hid."""
+        return NodeSet.concat([self.base.take(self.positions), self.extra])
+
+    @cached_property
+    def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        b = self.base
+        pos = np.asarray(self.positions, dtype=np.int64)
+        mine = np.zeros(len(b), dtype=bool)
+        mine[pos] = True
+        shown = mine if self._before is None else (mine | ~self._before)
+        # base edges into the hidden nodes, and out of them into the others
+        into = slots(b.in_ptr, pos)
+        ups = unique_positions(b.gather_parents(pos), len(b))
+        ups = ups[~mine[ups]]
+        out_of = slots(b.in_ptr, ups)
+        out_of = out_of[mine[np.asarray(b.in_src[out_of], dtype=np.int64)]]
+        slot = np.concatenate([into, out_of])
+        src = np.asarray(b.in_src[slot], dtype=np.int64)
+        dst = np.searchsorted(np.asarray(b.in_ptr), slot, side="right") - 1
+        keep = shown[src] & shown[dst]
+        slot, src, dst = slot[keep], src[keep], dst[keep]
+        es, ed, ee = self.extra_edges
+        return (np.concatenate([b.ids[src], es]), np.concatenate([b.ids[dst], ed]), np.concatenate([b.edge_ids(slot), ee]))
+
+    @property
+    def src(self) -> np.ndarray:
+        """Source ids of the edges the zoom took out of its view."""
+        return self._edges[0]
+
+    @property
+    def dst(self) -> np.ndarray:
+        """Target ids of those edges."""
+        return self._edges[1]
+
+    @property
+    def eid(self) -> np.ndarray:
+        """Their eids (-1: an edge a view added)."""
+        return self._edges[2]
 
 
 def zoomed_modules(g: GraphIndex) -> list[str]:
@@ -61,15 +135,11 @@ def zoomed_modules(g: GraphIndex) -> list[str]:
     return list(g.zoom)
 
 
-def _invocations(g: GraphIndex, module: str) -> np.ndarray:
-    return _invocations_of(g, [module])[module]
-
-
-def _invocations_of(g: GraphIndex, modules: list[str]) -> dict[str, np.ndarray]:
-    """Positions of the invocation nodes of each module (one pass over the invocation nodes)."""
-    inv = np.flatnonzero(np.asarray(g.op) == Op.INVOCATION)
+def _invocations_of(g: GraphIndex, modules: list[str]) -> tuple[dict[str, np.ndarray], set[str]]:
+    """Positions of the invocation nodes of each module, and every module invoked in ``g``."""
+    inv = g.nodes_with(op=Op.INVOCATION)
     names = g.column("module", inv)
-    return {m: inv[names == m] for m in modules}
+    return {m: inv[names == m] for m in modules}, {str(m) for m in names.tolist() if m is not None}
 
 
 def _boundary(g: GraphIndex, inv: np.ndarray, code: int) -> np.ndarray:
@@ -80,88 +150,93 @@ def _boundary(g: GraphIndex, inv: np.ndarray, code: int) -> np.ndarray:
 
 def intermediate(g: GraphIndex, module: str) -> np.ndarray:
     """Positions of the intermediate computation of all invocations of ``module`` (Def. 4.1)."""
-    inv = _invocations(g, module)
-    return _intermediate(g, inv, _boundary(g, inv, _I), _boundary(g, inv, _S))
+    inv = _invocations_of(g, [module])[0][module]
+    tc = np.asarray(g.type_code)
+    created = (g.attrs_source.group_of("invocation", [g.ids[inv].tolist()]) > 0) & (tc == 0)
+    return _intermediate(g, _boundary(g, inv, _I), _boundary(g, inv, _S), tc == _O, created)
 
 
-def _intermediate(g: GraphIndex, inv: np.ndarray, inputs: np.ndarray, state: np.ndarray) -> np.ndarray:
-    seeds = np.concatenate([inputs, state])
-    is_out = np.asarray(g.type_code) == _O
-    reached = g.descendants(seeds, stop=is_out)
-    mask = np.zeros(len(g), dtype=bool)
+def _intermediate(g: GraphIndex, inputs: np.ndarray, state: np.ndarray, is_out: np.ndarray, created: np.ndarray) -> np.ndarray:
+    """What a path from ``inputs`` or ``state`` reaches with no output on it, and the nodes the
+    invocations ``created`` (a mask: constants inside the module), outputs excepted."""
+    reached = g.descendants(np.concatenate([inputs, state]), stop=is_out)
+    mask = created.copy()
     mask[reached] = True
-    # module-internal constants: created by one of the invocations, reached by no input or state
-    is_inv = np.zeros(len(g) + 1, dtype=bool)  # slot -1 (no invocation) stays False
-    is_inv[inv] = True
-    created = is_inv[g.invocation_pos] & (np.asarray(g.type_code) == 0)
-    mask |= created
     mask &= ~is_out
     return np.flatnonzero(mask)
-
-
-def _hidden(g: GraphIndex, inv: np.ndarray) -> np.ndarray:
-    """Mask of everything a ZoomOut of the module with invocations ``inv`` removes (steps 3 and 4)."""
-    ups = g.gather_parents(inv)
-    codes = g.type_code[ups]
-    state = unique_positions(ups[codes == _S], len(g))
-    inputs = unique_positions(ups[codes == _I], len(g))
-    mask = np.zeros(len(g), dtype=bool)
-    mask[_intermediate(g, inv, inputs, state)] = True
-    mask[state] = True
-    kids = g.gather_children(state)
-    base = kids[g.op[kids] == Op.TOKEN]
-    mask[base] = True
-    return mask
 
 
 def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
     """The view of ``g`` with every invocation of ``modules`` zoomed out (section 4.1, steps 1–5)."""
     modules = list(dict.fromkeys(modules))
-    known = {str(m) for m in g.distinct("module", np.flatnonzero(np.asarray(g.op) == Op.INVOCATION))}
+    invocations, known = _invocations_of(g, modules)
     for m in modules:
         if m in g.zoom:
             raise QueryError(f"module {m!r} is already zoomed out; zoomin {m} first")
         if m not in known:
             raise QueryError(f"no invocation of a module {m!r} in this graph; modules: {', '.join(sorted(known)) or 'none'}")
-    hidden_all = np.zeros(len(g), dtype=bool)
-    masks = {}
-    invocations = _invocations_of(g, modules)
-    for m in modules:
-        masks[m] = _hidden(g, invocations[m])
-        hidden_all |= masks[m]
-    gsrc, gdst, geid = g.src, g.dst, g.eid
-    # which module hides each node (their hidden sets are disjoint: each is what its own
-    # invocations computed), so every edge is classified with two gathers, not two per module
-    hidden_by = np.full(len(g), -1, dtype=np.int16)
-    for k, m in enumerate(modules):
-        hidden_by[masks[m]] = k
-    if int((hidden_by >= 0).sum()) != sum(int(masks[m].sum()) for m in modules):
-        raise QueryError(f"cannot zoom out {', '.join(modules)} together: their intermediate computations overlap; zoom them out one at a time")
-    own_src, own_dst = hidden_by[gsrc], hidden_by[gdst]
-    edge_hidden = (own_src >= 0) | (own_dst >= 0)
+    n = len(g)
+    tc = np.asarray(g.type_code)
+    is_out = tc == _O
+    # which of the modules' invocations created each node (one gather through the segments of a
+    # store): the module-internal constants no input reaches are hidden with them
+    owner = g.attrs_source.group_of("invocation", [g.ids[invocations[m]].tolist() for m in modules])
+    owner[tc != 0] = 0
+    # which module hides each node (steps 3 and 4): their hidden sets are disjoint, each is what its own invocations computed
+    for k, m in enumerate(modules, 1):
+        inv = invocations[m]
+        ups = g.gather_parents(inv)
+        codes = g.type_code[ups]
+        state = unique_positions(ups[codes == _S], n)
+        inputs = unique_positions(ups[codes == _I], n)
+        reached = g.descendants(np.concatenate([inputs, state]), stop=is_out)
+        kids = g.gather_children(state)
+        hide = np.concatenate([reached[~is_out[reached]], state, kids[g.op[kids] == Op.TOKEN]])
+        mine = owner[hide]
+        if ((mine != 0) & (mine != k)).any():
+            raise QueryError(f"cannot zoom out {', '.join(modules)} together: their intermediate computations overlap; zoom them out one at a time")
+        owner[hide] = k
+    zids = {m: np.array([zoom_id(x) for x in g.ids[invocations[m]].tolist()], dtype=np.int64) for m in modules}
+    every = np.concatenate([np.zeros(0, np.int64), *zids.values()])
+    taken = g.lookup(every, positional=True) >= 0  # zoom ids are positional: looked for in their segment's block
+    if taken.any():
+        m = next(m for m in modules if np.isin(zids[m], every[taken]).any())
+        raise QueryError(f"cannot zoom out {m!r}: its zoom node ids are taken; is the graph already zoomed?")
     records = dict(g.zoom)
     new_nodes, e_src, e_dst = [], [], []
-    for k, m in enumerate(modules):
-        mask = masks[m]
-        touch = (own_src == k) | (own_dst == k)
-        records[m] = ZoomRecord(m, g.take(np.flatnonzero(mask)), g.ids[gsrc[touch]], g.ids[gdst[touch]], geid[touch])
-        inv = invocations[m]
-        zid = np.array([zoom_id(x) for x in g.ids[inv].tolist()], dtype=np.int64)
-        if len(zid) and (g.lookup(zid) >= 0).any():
-            raise QueryError(f"cannot zoom out {m!r}: its zoom node ids are taken; is the graph already zoomed?")
-        n = len(inv)  # a zoom node has its invocation's context, its own id, label, type and op
-        new_nodes.append(NodeSet(zid, np.zeros(n, dtype=bool), np.full(n, int(Op.ZOOM), dtype=np.int8),
-                                 np.full(n, NODE_TYPES.index("z"), dtype=np.int8),
-                                 Overlay(g.take(inv).attrs, Columns(n, {"label": [m] * n}))))
-        owner, ups = g.gather_parents(inv, owners=True)
+    first = len(g.base) + (len(g.overlay) if isinstance(g, View) else 0)  # base-extended position of the first zoom node
+    for k, m in enumerate(modules, 1):
+        records[m] = _record(g, m, owner, k)
+        inv, zid = invocations[m], zids[m]
+        c = len(inv)  # a zoom node has its invocation's context, its own id, label, type and op
+        new_nodes.append(NodeSet(zid, np.zeros(c, dtype=bool), np.full(c, int(Op.ZOOM), dtype=np.int8),
+                                 np.full(c, NODE_TYPES.index("z"), dtype=np.int8),
+                                 Overlay(g.take(inv).attrs, Columns(c, {"label": [m] * c}))))
+        zext = first + np.arange(c, dtype=np.int64)
+        first += c
+        owner_of, ups = g.gather_parents(inv, owners=True)
         ins = g.type_code[ups] == _I
         outs = g.type_code[ups] == _O
-        e_src += [g.ids[ups[ins]], zid[owner[outs]]]
-        e_dst += [zid[owner[ins]], g.ids[ups[outs]]]
+        e_src += [ext_positions(g, ups[ins]), zext[owner_of[outs]]]
+        e_dst += [zext[owner_of[ins]], ext_positions(g, ups[outs])]
     add_nodes = NodeSet.concat(new_nodes) if new_nodes else None
     src = np.concatenate(e_src) if e_src else np.zeros(0, np.int64)
     dst = np.concatenate(e_dst) if e_dst else np.zeros(0, np.int64)
-    return g.derive(~hidden_all, ~edge_hidden, add_nodes, (src, dst, np.full(len(src), -1, dtype=np.int64)), zoom=records)
+    return change(g, remove=owner != 0, add=add_nodes, add_edges=(src, dst, np.full(len(src), -1, dtype=np.int64)), zoom=records)
+
+
+def _record(g: GraphIndex, module: str, owner: np.ndarray, k: int) -> ZoomRecord:
+    """The record of a ZoomOut that hides the nodes of ``g`` where ``owner`` is ``k``."""
+    if not isinstance(g, View):
+        return ZoomRecord(module, g, lambda: np.flatnonzero(owner == k))
+    nb = len(g) - len(g.overlay)
+    extra_pos = nb + np.flatnonzero(owner[nb:] == k)
+    ext = np.concatenate([g.base_positions(np.flatnonzero(owner[:nb] == k)), ext_positions(g, extra_pos)])
+    es, ed, ee = g._es, g._ed, g._ee
+    touch = np.isin(es, ext) | np.isin(ed, ext)  # overlay edges it takes out (the base's follow their nodes)
+    ids = lambda e: g.ids[g._from_ext(e)]  # noqa: E731
+    return ZoomRecord(module, g.base, lambda: g.base_positions(np.flatnonzero(owner[:nb] == k)), g.take(extra_pos),
+                      (ids(es[touch]), ids(ed[touch]), ee[touch]), g.hidden)
 
 
 def zoom_in(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
@@ -171,20 +246,45 @@ def zoom_in(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
         if m not in g.zoom:
             zoomed = ", ".join(g.zoom) or "none"
             raise QueryError(f"module {m!r} is not zoomed out in this view (zoomed out: {zoomed})")
-    records = {k: v for k, v in g.zoom.items() if k not in modules}
-    mod = g.where("module", modules)
-    drop = (np.asarray(g.op) == Op.ZOOM) & mod
-    keep_edges = ~(drop[g.src] | drop[g.dst])
     restored = [g.zoom[m] for m in modules]
-    add_nodes = NodeSet.concat([r.nodes for r in restored])
-    src = np.concatenate([r.src for r in restored])
-    dst = np.concatenate([r.dst for r in restored])
-    eid = np.concatenate([r.eid for r in restored])
-    # an edge between nodes hidden by two modules is in both records: give it back once, and only
-    # when both its ends are visible again
-    present = np.union1d(g.ids[~drop], add_nodes.ids)
-    ok = np.isin(src, present) & np.isin(dst, present) & ~np.isin(eid, g.eid)
-    _, first = np.unique(eid[ok], return_index=True)
-    idx = np.flatnonzero(ok)[first]
-    return g.derive(~drop, keep_edges, add_nodes, (src[idx], dst[idx], eid[idx]), zoom=records)
+    if any(not isinstance(r, ZoomRecord) or r.base is not g.base for r in restored):
+        raise QueryError(f"the zoom records of {', '.join(modules)} belong to another graph; zoom out again from this one")
+    records = {k: v for k, v in g.zoom.items() if k not in modules}
+    zs = g.nodes_with(op=Op.ZOOM)
+    drop = zs[np.array([m in modules for m in g.column("module", zs).tolist()], dtype=bool)]
+    restore = np.concatenate([np.asarray(r.positions, dtype=np.int64) for r in restored])
+    add = NodeSet.concat([r.extra for r in restored])
+    src, dst, eid = (np.concatenate([r.extra_edges[i] for r in restored]) for i in range(3))
+    if len(src):  # overlay edges the zooms took out: back when both ends are
+        src, dst, eid = _ext_of_ids(g, restore, add, src, dst, eid)
+    return change(g, remove=drop, restore=restore, add=add, add_edges=(src, dst, eid), zoom=records)
 
+
+def _ext_of_ids(g: GraphIndex, restore: np.ndarray, add: NodeSet, *edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Edges given by ids as base-extended positions of ``g`` (see :func:`change`), those with
+    an end that will not be in the view (removed since) left out."""
+    base = g.base
+    first = len(base) + (len(g.overlay) if isinstance(g, View) else 0)
+    shown = np.zeros(len(base), dtype=bool)
+    shown[restore] = True
+
+    def ext(ids: np.ndarray) -> np.ndarray:
+        out = np.full(len(ids), -1, dtype=np.int64)
+        pos = g.lookup(ids)
+        out[pos >= 0] = ext_positions(g, pos[pos >= 0])
+        b = base.lookup(ids)
+        back = (pos < 0) & (b >= 0)
+        back[back] = shown[b[back]]
+        out[back] = b[back]
+        order = np.argsort(add.ids, kind="stable")
+        at = np.minimum(np.searchsorted(add.ids[order], ids), max(len(add) - 1, 0))
+        new = (out < 0) & (len(add) > 0)
+        if len(add):
+            new &= add.ids[order][at] == ids
+            out[new] = first + order[at[new]]
+        return out
+
+    src, dst, eid = edges
+    s, d = ext(src), ext(dst)
+    ok = (s >= 0) & (d >= 0)
+    return s[ok], d[ok], eid[ok]

@@ -150,8 +150,7 @@ def _drawn_edges(g: GraphIndex, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray
     """Edges between drawn nodes as indices into ``pos`` (src → dst, with multiplicity)."""
     if not len(pos):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    kids = g.gather_children(pos)
-    owner = np.repeat(np.arange(len(pos), dtype=np.int64), np.asarray(g.in_ptr[pos + 1] - g.in_ptr[pos], dtype=np.int64))
+    owner, kids = g.gather_children(pos, owners=True)
     idx = np.minimum(np.searchsorted(pos, kids), len(pos) - 1)
     inside = pos[idx] == kids
     return idx[inside].astype(np.int64), owner[inside]
