@@ -9,8 +9,8 @@ Conventions, for whoever writes a document:
   (trailing blanks ignored); ``text``, ``json``: anything else (layouts, syntax, messages), never
   run. A block without an info string fails the fast test.
 * ``<!-- not run: REASON -->`` on the line before a block leaves it out. It is for what cannot run
-  here (a cluster URL, the test suite itself), and each use is listed by the fast test's failure
-  message when it appears somewhere new (:data:`NOT_RUN`).
+  here (a cluster URL, the test suite itself), and each use must also be listed in
+  :data:`NOT_RUN`, or the fast test fails.
 * The blocks of one document run in order in one fresh working directory holding copies of
   ``workflows/``, ``queries/`` and the demo graph as ``graphs/car_dealership-demo``: a block may
   use what an earlier block of its document wrote. Commands run with bash, with this checkout's
@@ -82,6 +82,7 @@ def blocks(doc: str, text: str | None = None) -> list[Block]:
             text = fh.read()
     lines = text.splitlines()
     found: list[Block] = []
+    closed = 0  # the line after the last block's closing fence
     i = 0
     while i < len(lines):
         m = _FENCE.match(lines[i])
@@ -102,19 +103,14 @@ def blocks(doc: str, text: str | None = None) -> list[Block]:
         block = Block(doc, start + 1, kind, "\n".join(body) + "\n", marker.group(1) if marker else None)
         if kind == "output":
             previous = found[-1] if found else None
-            between = "\n".join(lines[previous.line:start]) if previous else ""
-            if previous is None or previous.kind not in RUN or previous.output is not None or _prose_between(between):
+            adjacent = previous is not None and not "".join(lines[closed:start]).strip()
+            if previous is None or not adjacent or previous.kind not in RUN or previous.output is not None:
                 raise AssertionError(f"{block.where}: an output block must follow the block whose output it shows")
             found[-1] = dataclasses.replace(previous, output=block.text)
-            continue
-        found.append(block)
+        else:
+            found.append(block)
+        closed = i
     return found
-
-
-def _prose_between(text: str) -> bool:
-    """Whether anything but the previous block's end and blank lines lies between two blocks."""
-    after_fence = text.split("\n```", 1)[-1].split("\n", 1)[-1] if "\n```" in text else text
-    return bool(after_fence.strip())
 
 
 def commands(block: Block) -> list[tuple[int, str]]:
@@ -300,11 +296,14 @@ def misnamed_graphs(doc_text: str, runnable: list[str]) -> list[str]:
 # ---- fast tests: every make test -----------------------------------------------------------
 
 
+def untagged(found: list[Block]) -> list[str]:
+    return [b.where for b in found if b.kind not in KINDS]
+
+
 @pytest.mark.parametrize("doc", DOCS)
 def test_every_block_says_what_it_is(doc):
     found = blocks(doc)
-    untagged = [b.where for b in found if b.kind not in KINDS]
-    assert not untagged, f"blocks without a known info string ({', '.join(KINDS)}): {untagged}"
+    assert not untagged(found), f"blocks without a known info string ({', '.join(KINDS)}): {untagged(found)}"
     assert all(b.kind in RUN for b in found if b.not_run is not None), "a not-run marker before a block that never runs"
     left_out = [(b.text.splitlines()[0], b.not_run) for b in found if b.not_run is not None]
     listed = NOT_RUN.get(doc, [])
@@ -354,6 +353,11 @@ def test_help_examples_read_the_demo_graph():
     assert misnamed_graphs("\n".join(examples.texts.values()), runnable) == []
 
 
+def test_files_the_help_names_exist():
+    named = {(where, m) for where, text in help_examples().texts.items() for m in re.findall(r"e\.g\. ([\w./-]+\.\w+)", text)}
+    assert named and [(where, path) for where, path in named if not os.path.exists(os.path.join(ROOT, path))] == []
+
+
 def test_the_checks_catch_what_issue_19_found():
     """The defects issue 19 reported, fed to the fast checks (the slow test runs them)."""
     from lipspark.query.parser import parse
@@ -366,9 +370,10 @@ def test_the_checks_catch_what_issue_19_found():
     assert unknown_names(stmt, wf) == ["input relation 'Bids'"]
     (stmt,) = parse("polynomial state SoldCars in agg")
     assert unknown_names(stmt, wf) == ["state relation 'SoldCars' of module 'agg' (it is one of dealer1, dealer2, dealer3, dealer4)"]
-    assert [b.kind for b in blocks("x.md", "```\nlipspark query x\n```\n")] == [""]  # untagged: not in KINDS
-    with pytest.raises(AssertionError, match="must follow"):
-        blocks("x.md", "Some text.\n\n```output\n1\n```\n")
+    assert untagged(blocks("x.md", "```\nlipspark query x\n```\n")) == ["x.md:1"]
+    for orphan in ("Some text.\n\n```output\n1\n```\n", "```sh\necho 1\n```\n\nSome text.\n\n```output\n1\n```\n"):
+        with pytest.raises(AssertionError, match="must follow"):
+            blocks("x.md", orphan)
 
 
 def test_collector_reads_blocks_markers_and_outputs():
@@ -513,8 +518,13 @@ def test_document_examples_run_as_written(doc, workdir, tmp_path):
 def test_help_examples_run_as_written(workdir, tmp_path):
     runner = Runner(workdir, str(tmp_path / "scratch"))
     examples = help_examples()
-    problems = [f"{where}: `{cmd}`: {why}" for where, cmd in examples.commands for why in [runner.sh(where, cmd)[0]] if why]
-    problems += [f"{where}: `{text}`: {why}" for where, text in examples.statements for why in [runner.query(where, text)[0]] if why]
+    problems = []
+    for where, cmd in examples.commands:
+        why, _ = runner.sh(where, cmd)
+        problems += [f"{where}: `{cmd}`: {why}"] if why else []
+    for where, text in examples.statements:
+        why, _ = runner.query(where, text)
+        problems += [f"{where}: `{text}`: {why}"] if why else []
     _report(runner, problems)
 
 
