@@ -45,10 +45,86 @@ _EXPORT_FORMATS = ("prov-json", "prov-n", "graphml")
 _EXPORT_SUFFIXES = {".json": "prov-json", ".provn": "prov-n", ".graphml": "graphml"}
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, except that a paragraph with lines indented by two spaces (examples)
+    is kept as written; other paragraphs are wrapped as usual."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = []
+        for para in text.split("\n\n"):
+            kept = "\n  " in para
+            paragraphs.append(indent + para.replace("\n", "\n" + indent) if kept else super()._fill_text(para, width, indent))
+        return "\n\n".join(paragraphs)
+
+
+# The examples of each help text. They read the graph `make demo` writes, and run, in this order
+# in one directory, in tests/test_examples.py (which also runs each statement of _STATEMENTS).
+_DEMO = "graphs/car_dealership-demo"
+_EXAMPLES = {
+    "lipspark": [
+        "lipspark run workflows/car_dealership.py --executions 1 --param numCars=200 --graph graphs/cars",
+        f"lipspark query {_DEMO} queries/what_if_car_absent.lq",
+        f'lipspark viz {_DEMO} -e "subgraph output Bids1 of dealer1 execution 1" -o viz/bid.html',
+        f'lipspark export {_DEMO} -e "zoomout dealer1, dealer2, dealer3, dealer4" -o coarse.provn',
+    ],
+    "run": [
+        "lipspark run workflows/car_dealership.py --executions 1 --param numCars=200 --graph graphs/cars  # makes or continues it",
+        "lipspark run workflows/arctic_stations.py --executions 1 --param stations=2 --capture deferred --graph graphs/arctic",
+    ],
+    "materialize": ["lipspark materialize graphs/arctic  # run with --capture deferred (lipspark run --help)"],
+    "reindex": [f"lipspark reindex {_DEMO}"],
+    "check": [f"lipspark check {_DEMO}"],
+    "query": [
+        f"lipspark query {_DEMO} queries/what_if_car_absent.lq",
+        f'lipspark query {_DEMO} -e "zoomout dealer2, dealer3, dealer4; ancestors output BestBid of agg execution 1"',
+        f"lipspark query {_DEMO} -e 'show state Cars(Model = \"Audi A6\") in dealer1 execution 1' --format json",
+    ],
+    "export": [
+        f"lipspark export {_DEMO} -o car_dealership.json",
+        f'lipspark export {_DEMO} -e "ancestors output BestBid of agg execution 1" -o best_bid.graphml',
+    ],
+    "viz": [
+        f'lipspark viz {_DEMO} -e "zoomout dealer2, dealer3, dealer4; ancestors output BestBid of agg execution 1" -o viz/best_bid.html',
+        f"lipspark viz {_DEMO} queries/winning_bid_cars.lq -o viz/winning_bid_cars.html",
+    ],
+}
+#: One example of every statement of the query language (docs/query-language.md), on the demo graph.
+_STATEMENTS = [
+    "zoomout dealer2, dealer3, dealer4",
+    "zoomout dealer1, dealer2; zoomin dealer2",
+    "zoomout dealer1; reset",
+    'delete tuple Cars(CarId = "D1C000004") in dealer1',
+    "subgraph output Bids1 of dealer1 execution 1",
+    "ancestors output BestBid of agg execution 1",
+    'descendants token "Requests:B1"',
+    'depends output Bids1 of dealer1 execution 1 on tuple Requests(BidId = "B1") in request',
+    "polynomial value Amount of output Bids2 of dealer2 execution 1",
+    "evaluate lineage output BestBid of agg execution 1",
+    'show state Cars(Model = "Audi A6") in dealer1 execution 1',
+]
+
+
+def _epilog(command: str) -> str:
+    demo = any(_DEMO in e for e in _EXAMPLES[command])
+    text = f"examples{f' (after make demo, which writes {_DEMO})' if demo else ''}:\n" + "\n".join("  " + e for e in _EXAMPLES[command])
+    if command == "query":
+        text += ("\n\nstatements, one example of each (for -e; several are separated by ;):\n"
+                 + "\n".join("  " + e for e in _STATEMENTS) + "\n\nThe language: docs/query-language.md.")
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="lipspark", description="Semiring provenance for workflows of PySpark modules.")
+    ap = argparse.ArgumentParser(prog="lipspark", description="Semiring provenance for workflows of PySpark modules.",
+                                 epilog=_epilog("lipspark") + "\n\nEach command's --help shows its own examples.",
+                                 formatter_class=_HelpFormatter)
     sub = ap.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run (or continue) a workflow's executions, recording provenance")
+
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if name in _EXAMPLES:
+            kwargs["epilog"] = _epilog(name)
+        return sub.add_parser(name, formatter_class=_HelpFormatter, **kwargs)
+
+    r = command("run", help="run (or continue) a workflow's executions, recording provenance")
     r.add_argument("workflow", help="workflow definition file, e.g. workflows/car_dealership.py")
     r.add_argument("--executions", type=_positive, default=None, help="executions to run now (default: the workflow's numExec)")
     r.add_argument("--graph", default=None, help="store directory (default graphs/<workflow>); an existing store is continued")
@@ -60,53 +136,53 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--capture", choices=("eager", "deferred"), default="eager",
                    help="eager (default): write the graph with each execution; deferred: run at the speed of provenance off "
                         "and make the graph when first queried, by replaying the executions")
-    m = sub.add_parser("materialize", help="make the graph of a store run with --capture deferred (replays its executions)")
+    m = command("materialize", help="make the graph of a store run with --capture deferred (replays its executions)")
     m.add_argument("graph", help="a workflow store run with --capture deferred")
     m.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
-    ri = sub.add_parser("reindex", help="rebuild a store's query-ready index from its graph (queries rebuild a stale one themselves)",
-                        description="Rebuild the query-ready index (index/) of a store or graph directory from its graph "
-                                    "(manifests and Parquet tables). The index is derived: queries check it and append or "
-                                    "rebuild it when it is missing or stale; this forces a rebuild. See docs/store-format.md.")
+    ri = command("reindex", help="rebuild a store's query-ready index from its graph (queries rebuild a stale one themselves)",
+                 description="Rebuild the query-ready index (index/) of a store or graph directory from its graph "
+                             "(manifests and Parquet tables). The index is derived: queries check it and append or "
+                             "rebuild it when it is missing or stale; this forces a rebuild. See docs/store-format.md.")
     ri.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
-    ck = sub.add_parser("check", help="verify every file a store names (present, size, checksum); exit 1 if any is damaged",
-                        description="Verify every file the records of a store or graph directory name — stored relations, "
-                                    "graph tables, a deferred store's replay — against the size and CRC-32 recorded when it "
-                                    "was written. Reads only. Prints one line per problem, naming the file and what repairs "
-                                    "it, then a summary; exits 1 if anything is damaged. See docs/reliability.md.")
+    ck = command("check", help="verify every file a store names (present, size, checksum); exit 1 if any is damaged",
+                 description="Verify every file the records of a store or graph directory name — stored relations, "
+                             "graph tables, a deferred store's replay — against the size and CRC-32 recorded when it "
+                             "was written. Reads only. Prints one line per problem, naming the file and what repairs "
+                             "it, then a summary; exits 1 if anything is damaged. See docs/reliability.md.")
     ck.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
-    q = sub.add_parser("query", help="run provenance queries (zoom, delete, traces, polynomials) on a captured graph")
+    q = command("query", help="run provenance queries (zoom, delete, traces, polynomials) on a captured graph")
     q.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     src = q.add_mutually_exclusive_group(required=True)
     src.add_argument("file", nargs="?", help="a query file (.lq), e.g. queries/bid_without_car.lq")
-    src.add_argument("-e", "--expression", help="query text, e.g. \"zoomout dealer2, dealer3; delete tuple Cars(CarId = 'C2')\"")
+    src.add_argument("-e", "--expression", help="query text: statements separated by ; (examples below)")
     q.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
-    x = sub.add_parser("export", help="export a captured graph, or a query's final view or answer, as W3C PROV or GraphML",
-                       description="Export a graph as W3C PROV (PROV-JSON, PROV-N) or GraphML. With a query, export the view "
-                                   "it leaves (after zoomout/delete), or only the nodes its last statement answers "
-                                   "(show, ancestors, descendants, subgraph). See docs/export.md.")
+    x = command("export", help="export a captured graph, or a query's final view or answer, as W3C PROV or GraphML",
+                description="Export a graph as W3C PROV (PROV-JSON, PROV-N) or GraphML. With a query, export the view "
+                            "it leaves (after zoomout/delete), or only the nodes its last statement answers "
+                            "(show, ancestors, descendants, subgraph). See docs/export.md.")
     x.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     x.add_argument("--format", choices=_EXPORT_FORMATS, default=None,
                    help="output format (default: from the output's suffix: .json, .provn, .graphml)")
     x.add_argument("-o", "--output", required=True, help="the file to write (written atomically: nothing is written on error)")
     xsrc = x.add_mutually_exclusive_group()
     xsrc.add_argument("file", nargs="?", help="a query file (.lq) whose result to export")
-    xsrc.add_argument("-e", "--expression", help="query text whose result to export, e.g. \"zoomout dealer2; ancestors output Bids of dealer1\"")
+    xsrc.add_argument("-e", "--expression", help="query text whose result to export (lipspark query --help shows the statements)")
     x.add_argument("--max-nodes", type=int, default=200_000,
                    help="refuse to export more nodes than this (default: 200000; 0: no limit)")
-    v = sub.add_parser("viz", help="draw a captured graph, or the result of a query on it, as an interactive HTML page",
-                       description="Draw a graph in Lipstick's notation as a self-contained HTML page (vis.js). With a query, "
-                                   "draw its last result that has a graph (a view, a trace, a subgraph, a delete with the "
-                                   "removed nodes marked). See docs/viz.md.")
+    v = command("viz", help="draw a captured graph, or the result of a query on it, as an interactive HTML page",
+                description="Draw a graph in Lipstick's notation as a self-contained HTML page (vis.js). With a query, "
+                            "draw its last result that has a graph (a view, a trace, a subgraph, a delete with the "
+                            "removed nodes marked). See docs/viz.md.")
     v.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     vsrc = v.add_mutually_exclusive_group()
     vsrc.add_argument("file", nargs="?", help="a query file (.lq) whose result to draw")
-    vsrc.add_argument("-e", "--expression", help="query text, e.g. \"zoomout dealer2, dealer3; subgraph tuple Cars(CarId = 'C2')\"")
+    vsrc.add_argument("-e", "--expression", help="query text whose last result with a graph to draw (lipspark query --help shows the statements)")
     v.add_argument("-o", "--output", default=None, help="the HTML file to write (default: viz/<graph name>.html; written atomically)")
     v.add_argument("--max-nodes", type=_positive, default=1500, help="refuse to draw more nodes than this (default: 1500)")
-    b = sub.add_parser("bench", help="WorkflowGen benchmark: capture overhead and query latency, provenance on vs off",
-                       description="Run Car dealerships and Arctic stations with provenance on and off, interleaved, and "
-                                   "time executions and queries; writes JSON and PNG plots. See docs/benchmarks.md.")
+    b = command("bench", help="WorkflowGen benchmark: capture overhead and query latency, provenance on vs off",
+                description="Run Car dealerships and Arctic stations with provenance on and off, interleaved, and "
+                            "time executions and queries; writes JSON and PNG plots. See docs/benchmarks.md.")
     b.add_argument("--quick", action="store_true", help="tiny sizes: the smoke test (a few minutes)")
     b.add_argument("--only", nargs="+", default=None, metavar="NAME", help="run only these configurations")
     b.add_argument("--out", default=None, help="results directory (default benchmarks/results/workflowgen, or .../quick)")

@@ -14,6 +14,7 @@ import os
 import shutil
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from lipspark import Tracker, get_spark
 from lipspark.examples.dealer import dealer_bid, example_inputs
@@ -21,19 +22,29 @@ from lipspark.graph.stats import graph_stats
 from lipspark.semiring import BOOLEAN, COUNTING, LINEAGE, evaluate
 from lipspark.vocabulary import Op
 
+if TYPE_CHECKING:
+    from lipspark.workflow.run import RunSummary
 
-def car_dealership(spark, out_dir: str = os.path.join("graphs", "car_dealership-demo")) -> None:
+
+#: Where ``make demo`` writes the car dealership's store; the examples in README.md, docs/ and
+#: ``lipspark --help`` read this graph (tests/test_examples.py runs them on it).
+DEMO_GRAPH = os.path.join("graphs", "car_dealership-demo")
+#: The demo's run of the car dealership: the buyer asks for an Audi A6 in every execution.
+DEMO_PARAMS = {"numCars": 2000, "numExec": 3, "acceptance": 0.5, "seed": 1}
+
+
+def run_car_dealership(spark, out_dir: str = DEMO_GRAPH, *, workflow: str = os.path.join("workflows", "car_dealership.py"),
+                       progress: bool = False) -> RunSummary:
+    """The demo's run of the car dealership (:data:`DEMO_PARAMS`) into ``out_dir``, replacing it."""
     from lipspark.workflow import run
 
     shutil.rmtree(out_dir, ignore_errors=True)
-    print("Car dealership workflow (4 dealers, 2,000 cars), provenance on")
-    summary = run(
-        os.path.join("workflows", "car_dealership.py"),
-        graph_dir=out_dir,
-        params={"numCars": 2000, "numExec": 3, "acceptance": 0.5, "seed": 1},
-        spark=spark,
-        progress=True,
-    )
+    return run(workflow, graph_dir=out_dir, params=dict(DEMO_PARAMS), spark=spark, progress=progress)
+
+
+def car_dealership(spark, out_dir: str = DEMO_GRAPH) -> None:
+    print(f"Car dealership workflow (4 dealers, {DEMO_PARAMS['numCars']:,} cars), provenance on")
+    summary = run_car_dealership(spark, out_dir, progress=True)
     print(summary, "\n")
     queries(out_dir)
 

@@ -163,13 +163,16 @@ class TupleSel(Selector):
     conditions: tuple[Condition, ...] = ()
     module: str | None = None
     execution: int | None = None
+    #: the synonym written before the module, ``in`` or ``of``: kept so that a statement is
+    #: echoed as written; like ``pos``, not part of equality
+    preposition: Literal["in", "of"] = field(default="in", compare=False, repr=False, kw_only=True)
 
     def __str__(self) -> str:
         text = f"{self.kind} {format_name(self.relation)}"
         if self.conditions:
             text += "(" + ", ".join(map(str, self.conditions)) + ")"
         if self.module is not None:
-            text += f" in {format_name(self.module)}"
+            text += f" {self.preposition} {format_name(self.module)}"
         if self.execution is not None:
             text += f" execution {self.execution}"
         return text

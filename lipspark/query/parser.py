@@ -11,7 +11,7 @@ import math
 import re
 from functools import cache
 from importlib.resources import files
-from typing import cast
+from typing import Literal, cast
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import (
@@ -348,10 +348,11 @@ class _ToAst(Transformer):
     # -- selectors
 
     def tuple_sel(self, meta: Meta, kind: str, relation: str,
-                  conditions: tuple[Condition, ...] | None, module: str | None,
+                  conditions: tuple[Condition, ...] | None, module: tuple[Literal["in", "of"], str] | None,
                   execution: int | None) -> TupleSel:
-        return TupleSel(kind, relation, conditions or (), module, execution,  # type: ignore[arg-type]
-                        pos=_pos(meta))
+        preposition, name = module or ("in", None)
+        return TupleSel(kind, relation, conditions or (), name, execution,  # type: ignore[arg-type]
+                        pos=_pos(meta), preposition=preposition)
 
     def kind(self, meta: Meta, token: Token) -> str:
         return token.value.lower()
@@ -366,8 +367,11 @@ class _ToAst(Transformer):
         op = "=" if token is None else token.value  # a bare '=' is filtered out of the tree
         return {"==": "=", "<>": "!="}.get(op, op)
 
-    def module(self, meta: Meta, name: str) -> str:
-        return name
+    def module(self, meta: Meta, name: str) -> tuple[Literal["in", "of"], str]:
+        return "in", name
+
+    def module_of(self, meta: Meta, name: str) -> tuple[Literal["in", "of"], str]:
+        return "of", name
 
     def execution(self, meta: Meta, token: Token) -> int:
         return self._int(token)

@@ -349,10 +349,18 @@ def test_round_trip_of_the_dealership_queries():
 def test_canonical_rendering():
     assert str(one("ZoomOut A,B")) == "zoomout A, B"
     assert str(sel("state `my rel`(state == 'x', b <> -1) OF m EXECUTION 2")) == (
-        'state `my rel`(`state` = "x", b != -1) in m execution 2')
+        'state `my rel`(`state` = "x", b != -1) of m execution 2')
     assert str(one("evaluate Security node 1 given node 2 = secret")) == (
         'evaluate security node 1 given node 2 = "secret"')
     assert str(sel("token 'a\"b\\\\c'")) == 'token "a\\"b\\\\c"'
+
+
+def test_in_and_of_are_synonyms_echoed_as_written():
+    """Issue 19: a statement is printed back with the word its author chose."""
+    written_of, written_in = sel("output Bids1 of dealer1"), sel("output Bids1 in dealer1")
+    assert written_of == written_in
+    assert (str(written_of), str(written_in)) == ("output Bids1 of dealer1", "output Bids1 in dealer1")
+    assert str(one("show value Amount of output Bids1 Of dealer1")) == "show value Amount of output Bids1 of dealer1"
 
 
 def test_format_name_and_literal_reject_what_cannot_be_written():
