@@ -449,7 +449,13 @@ def console() -> None:
     """The ``lipspark`` command. After Ctrl-C it leaves at once (``os._exit``): Spark's exit hooks
     would talk to a JVM connection the interrupt broke, and print its tracebacks after the one
     line that says what the interrupted command left."""
-    code = main()
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away (`lipspark query ... | head`): as a Unix filter does
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        sys.exit(141)
     if code == 130:
         sys.stdout.flush()
         sys.stderr.flush()
