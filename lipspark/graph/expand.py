@@ -118,8 +118,8 @@ def _read_table(files: Sequence[FileRef], columns: list[str], what: str, root: s
             st = os.stat(path)
         except OSError as err:
             raise StoreError(f"{what}: its file {path} is gone; the graph refers to it (`lipspark check` lists every damaged file)") from err
-        if st.st_size != f.size or st.st_mtime_ns != f.mtime_ns:
-            raise StoreError(f"{what}: file {path} changed after the graph was captured (size or modification time differ); "
+        if not f.unchanged(st, path):
+            raise StoreError(f"{what}: file {path} changed after the graph was captured (its size or checksum differ); "
                              "`lipspark check` lists every damaged file")
         try:
             t = pq.read_table(path, columns=columns)

@@ -331,30 +331,16 @@ def _graph_dirs(path: str) -> tuple[str, list[str], str]:
     return root, dirs, os.path.join(root, INDEX_DIR)
 
 
-def _check(root: str, gdir: str, segments: Sequence[Any] | None = None) -> dict[str, Any]:
-    """What a block is checked against: its manifest's and its files' sizes and times."""
-    from lipspark.vocabulary import BaseSegment, BoundarySegment
-
-    from lipspark.store.manifest import read_manifest
-
-    out: dict[str, Any] = {"manifest": _stat(os.path.join(root, gdir, "manifest.json")), "files": {}}
-    for f in read_manifest(os.path.join(root, gdir)).get("files", []):  # the graph's own tables
-        rel = os.path.normpath(os.path.join(gdir, f["path"]))
-        out["files"][rel] = _stat(os.path.join(root, rel))
-    for s in segments or []:
-        refs = s.files if isinstance(s, BaseSegment) and s.files else s.source.files if isinstance(s, BoundarySegment) else ()
-        for f in refs:
-            out["files"][f.path] = [f.size, f.mtime_ns]
-    return out
+def _check(root: str, gdir: str) -> dict[str, Any]:
+    """What a block is checked against: its graph manifest's size and time. A committed graph
+    is never rewritten in place (a new manifest comes with any new graph), so this is all a
+    reader has to look at, one ``stat`` per execution; a damaged data file under an intact
+    manifest is what ``lipspark check`` finds, not a reason to re-read every file at every open."""
+    return {"manifest": _stat(os.path.join(root, gdir, "manifest.json"))}
 
 
 def _current(root: str, block: Mapping[str, Any]) -> bool:
-    from lipspark.store.manifest import local_path
-
-    check = block.get("check", {})
-    if check.get("manifest") != _stat(os.path.join(root, block["graph"], "manifest.json")):
-        return False
-    return all(_stat(local_path(p, root)) == want for p, want in check.get("files", {}).items())
+    return block.get("check", {}).get("manifest") == _stat(os.path.join(root, block["graph"], "manifest.json"))
 
 
 def _expand_dir(root: str, gdir: str) -> tuple[Any, Any, dict[str, Any]]:
@@ -364,7 +350,7 @@ def _expand_dir(root: str, gdir: str) -> tuple[Any, Any, dict[str, Any]]:
     full = os.path.join(root, gdir)
     segments = read_segments(full, read_manifest(full))
     nodes, edges = expand_segments(segments, root)
-    return nodes, edges, _check(root, gdir, [s for s, _ in segments])
+    return nodes, edges, _check(root, gdir)
 
 
 def update(path: str) -> tuple[str, dict[str, Any]]:

@@ -102,6 +102,27 @@ class FileRef:
         st = os.stat(path)
         return cls(name, st.st_size, st.st_mtime_ns, file_crc32(path))
 
+    def unchanged(self, st: os.stat_result, path: str) -> bool:
+        """Whether the file at ``path`` (whose ``os.stat`` is ``st``) is the one referred to: the
+        same size and modification time, or, for a copy (``cp -r`` gives new times), the same
+        size and checksum. A file of a store written before checksums were recorded must keep
+        its time.
+
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "f.parquet")
+        >>> with open(path, "wb") as fh:
+        ...     _ = fh.write(b"PAR1")
+        >>> ref = FileRef.of(path, "f.parquet")
+        >>> os.utime(path, ns=(0, 0))  # what a copy that does not keep times does
+        >>> ref.unchanged(os.stat(path), path), FileRef(ref.path, ref.size, ref.mtime_ns).unchanged(os.stat(path), path)
+        (True, False)
+        """
+        if st.st_size != self.size:
+            return False
+        if st.st_mtime_ns == self.mtime_ns:
+            return True
+        return self.crc32 is not None and file_crc32(path) == self.crc32
+
 
 def file_crc32(path: str) -> int:
     """The CRC-32 of a file's bytes (what ``lipspark check`` compares with the recorded one)."""

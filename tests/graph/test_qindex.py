@@ -20,6 +20,7 @@ from lipspark.graph.index import GraphIndex
 from lipspark.query import Session, delete, polynomial, zoom_out
 from lipspark.store.graphs import graph_segments
 from tests.query.graphs import workflow_graphs
+from tests.util import damaged
 
 SETTINGS = settings(max_examples=25, deadline=None, database=None)
 
@@ -197,3 +198,28 @@ def test_opening_reads_no_graph_and_imports_no_pandas(store):
             "print(sorted(m for m in ('pandas', 'pyarrow', 'sympy', 'pyspark') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_store_copied_without_its_times_answers_as_the_original(store, tmp_path):
+    """`cp -r` gives every file a new time: the copy reads as it was (checksums decide), its index
+    is rebuilt once and then used; a base file changed in place with its size kept is still refused."""
+    from lipspark.errors import StoreError
+
+    q = "ancestors output Bids1 of dealer1 execution 1"
+    want = [r.to_dict() for r in Session(store).run(q)]
+    copy = str(tmp_path / "copy")
+    shutil.copytree(store, copy, copy_function=shutil.copy)  # contents only, new times
+    assert [r.to_dict() for r in Session(copy).run(q)] == want
+    stamp = os.stat(os.path.join(copy, "index", "index.json")).st_mtime_ns
+    assert [r.to_dict() for r in Session(copy).run(q)] == want
+    assert os.stat(os.path.join(copy, "index", "index.json")).st_mtime_ns == stamp  # not rebuilt again
+    cars = os.path.join(damaged(copy), "initial", "dealer1", "Cars")
+    part = os.path.join(cars, sorted(f for f in os.listdir(cars) if f.endswith(".parquet"))[0])
+    with open(part, "r+b") as fh:  # one byte of the footer's schema changed, size kept
+        fh.seek(-12, os.SEEK_END)
+        b = fh.read(1)
+        fh.seek(-12, os.SEEK_END)
+        fh.write(bytes([b[0] ^ 0x20]))
+    shutil.rmtree(os.path.join(copy, "index"))
+    with pytest.raises(StoreError, match="changed after the graph was captured"):
+        GraphIndex.load(copy)
