@@ -103,6 +103,11 @@ def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence
     aggs: list[tuple[int, Op, AggregateItem]] = []
     bags: list[int] = []
     for j, it in enumerate(items):
+        if it.opaque is not None:
+            raise UnsupportedOperation(
+                f"aggregate {it.sql_name}(...) whose argument calls {it.opaque} (column {it.name!r})",
+                f"compute the argument in a column first, df.withColumn('x', <the argument>), then aggregate "
+                f"that column: .agg(F.{it.sql_name}('x'))")
         if it.function in SPARK_AGGREGATES and not it.distinct and not it.filtered and it.n_args == 1:
             aggs.append((j, SPARK_AGGREGATES[it.function], it))
         elif it.function == "CollectList" and not it.distinct and not it.filtered:
@@ -119,7 +124,8 @@ def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence
 def _unsupported(it: AggregateItem) -> str:
     if it.function and it.function.startswith("Expression:"):
         return f"aggregate expression {it.name!r} (an expression over aggregate results)"
-    return f"aggregate {it.function}" + (" DISTINCT" if it.distinct else "") + (" with FILTER" if it.filtered else "")
+    return (f"aggregate {it.sql_name or it.function}" + (" DISTINCT" if it.distinct else "")
+            + (" with FILTER" if it.filtered else "") + f" (column {it.name!r})")
 
 
 def _group_id(seg: int, *, keyless: bool) -> Callable[[list[Column]], Column]:
