@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark.capture.layout import Layout, check_visible
-from lipspark.vocabulary.columns import bag_col, factor, value_col
+from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
 from lipspark.capture.plan import AggregateItem, read_aggregate
 from lipspark.capture.rules._common import BLACK_BOX_HINT, normalized
 from lipspark.errors import UnsupportedOperation
@@ -58,8 +58,25 @@ class Aggregation:
 
 
 def distinct(frame: AnnotatedFrame) -> AnnotatedFrame:
-    """Duplicate elimination: each distinct tuple gets δ of the sum of its rows."""
-    return aggregate(frame, list(frame.columns), [], distinct=True)
+    """Duplicate elimination: each distinct tuple gets δ of the sum of its rows.
+
+    Columns with the same name (both sides' ``k`` after a join on a condition) are compared by
+    position, as plain Spark does: under unique names for the grouping, then renamed back."""
+    visible = frame.columns
+    if len(set(visible)) == len(visible):
+        return aggregate(frame, list(visible), [], distinct=True)
+    taken = set(visible)
+    unique = iter([_fresh(f"{c}_{i}", taken) for i, c in enumerate(visible)])
+    df = frame.with_annotations()
+    renamed = frame.derive(df.toDF(*[c if is_hidden(c) else next(unique) for c in df.columns]))
+    return distinct(renamed).toDF(*visible)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
 
 
 def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], *, distinct: bool = False) -> AnnotatedFrame:

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark.capture.layout import Layout, check_visible
-from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
+from lipspark.vocabulary.columns import PREFIX, bag_col, factor, is_hidden, value_col
 from lipspark.capture.plan import Projection, ProjectionItem, read_projection
 from lipspark.capture.rules._common import BLACK_BOX_HINT, as_list
 from lipspark.errors import AnnotationError, UnsupportedOperation
@@ -100,7 +100,11 @@ def _expand_star(frame: AnnotatedFrame, cols: list[Any], columns_too: bool = Fal
             out.append(c)
             continue
         if qualifier is None:
-            out.extend(frame.columns)
+            visible = frame.columns
+            if len(set(visible)) == len(visible):
+                out.extend(visible)
+            else:  # a name both sides of a condition join have: every column but the hidden ones, by position
+                out.append(frame.with_annotations().colRegex(f"`(?!{re.escape(PREFIX)}).*`"))
         else:  # the visible columns of one side of a join, as Spark resolves `t.*`
             names = frame.with_annotations().select(f"{qualifier}.*").columns
             out.extend(F.col(f"{qualifier}.`{n}`") for n in names if not is_hidden(n))
