@@ -10,8 +10,8 @@ under *bag* semantics as PySpark evaluates queries:
 * base relations annotate each row with the token ``Symbol(f"{name}:{key}")``;
 * select / filter keep every row's annotation; union concatenates;
 * join annotates each output row with the product of its two input rows' annotations;
-* distinct gives each distinct tuple ``δ(Σ rows)``; group-by gives each group ``δ(Σ members)``,
-  an aggregation without keys its one row 1 (it exists whatever the input);
+* distinct gives each distinct tuple ``δ(Σ rows)``; group-by gives each group ``δ(Σ members)``
+  (an aggregation without keys over no rows its one row 1);
 * an aggregate column of a group is the formal sum ``Σ member ⊗ value`` over the members whose
   argument is not null (``value`` is 1 for count), kept as a list of ``(polynomial, value)``
   pairs in :class:`AggVal`; the plain aggregate value is computed too (SQL semantics).
@@ -321,11 +321,9 @@ def group_by(
     ``aggregates`` are ``(alias, fn, column)`` with fn in count/sum/min/max/avg; ``column`` None
     means ``count(*)``. Each group row is annotated ``δ(Σ members)``; each aggregate column gets an
     :class:`AggVal` with pairs ``(member annotation, value)`` over members whose argument is not
-    null (value 1 for count) and the plain SQL result. Without keys SQL (and PySpark) return one
-    row whatever the input — over an empty input (when ``global_on_empty``) count 0 and the other
-    aggregates null — so that row is annotated 1 (Amsterdamer, Deutch and Tannen 2011: an
-    aggregation without grouping yields one tuple annotated 1); its values still depend on the
-    members through their ``⊗`` pairs.
+    null (value 1 for count) and the plain SQL result. With no keys and an empty input, SQL (and
+    PySpark) return one row (count 0, other aggregates null) when ``global_on_empty``; no tuple
+    derives it and none can delete it, so it is annotated 1 (not ``δ(0)`` = 0).
     """
     keys = list(keys)
     groups: dict[tuple, list[KRow]] = {}
@@ -346,6 +344,6 @@ def group_by(
             result = _plain_aggregate(fn, vals, len(members), star)
             data[alias] = result
             aggs[alias] = AggVal(label, pairs, result)
-        ann = DELTA(sympy.Add(*[m.ann for m in members])) if keys else sympy.Integer(1)
+        ann = DELTA(sympy.Add(*[m.ann for m in members])) if members else sympy.Integer(1)
         rows.append(KRow(data, ann, aggs))
     return KRelation(keys + [a for a, _, _ in aggregates], rows)

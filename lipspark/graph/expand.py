@@ -269,7 +269,9 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
     """A group-by, distinct, cogroup or relation-level black box (see :class:`GroupSegment`)."""
     m = _members(s, tables["members"])
     groups = _groups(s, m)
-    if s.unit:  # a keyless aggregate's row: 1 (an empty product), whatever its members
+    if s.group is not None and s.op is Op.DELTA and not len(m):
+        # a keyless aggregate over no rows: SQL still returns its row, which no tuple derives and
+        # none can delete, so its annotation is 1 (an empty product), not δ(0) = 0
         node_parts = [_nodes(groups, "p", Op.TIMES, "1", s.seg)]
         edge_parts = [_edges([], [])]
     else:

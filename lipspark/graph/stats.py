@@ -84,7 +84,7 @@ def _group(s: GroupSegment, reader: TableReader, tables: dict[str, Any]) -> tupl
     t = members.select(["g", "m", *fcols, *xcols, *own])
     g = t["g"].to_numpy()
     groups = len(np.union1d(g, [s.group]) if s.group is not None else np.unique(g))
-    nodes, edges = groups, 0 if s.unit else t.num_rows  # a member -> group edge per row (none to a unit node)
+    nodes, edges = groups, t.num_rows  # a member -> group edge per row
     if fcols:
         f = np.stack([t[c].fill_null(0).to_numpy() for c in fcols], axis=1)
         nz = (f != 0).sum(axis=1)

@@ -93,17 +93,13 @@ class DeletionResult:
         return self._view
 
 
-_GROUP_OPS = np.array([int(Op.DELTA), int(Op.TIMES)], dtype=np.int64)
-
 #: How many aggregates one ``agg(...)`` may compute for its group to be found from their ids.
 _MAX_AGGREGATES = 1024
 
 
 def _groups(g: GraphIndex, aggs: np.ndarray) -> np.ndarray:
-    """Position of the group node of each aggregate v-node at ``aggs`` (-1: not in this view):
-    the aggregate's id is its group's XOR ``aggregate_salt(j)`` (:mod:`lipspark.vocabulary.ids`).
-    A group node is a δ, or the unit node (·, no children) of a keyless aggregate, whose row and
-    aggregates survive any deletion, as SQL returns that row over no input."""
+    """Position of the δ node of each aggregate v-node at ``aggs`` (-1: not in this view): the
+    aggregate's id is its group's XOR ``aggregate_salt(j)`` (:mod:`lipspark.vocabulary.ids`)."""
     out = np.full(len(aggs), -1, dtype=np.int64)
     if not len(g):
         return out
@@ -115,7 +111,7 @@ def _groups(g: GraphIndex, aggs: np.ndarray) -> np.ndarray:
         cand = aggregate_ids(ids[todo], j)  # XOR with the salt is its own inverse
         pos = g.lookup(cand)
         hit = pos >= 0
-        hit[hit] = np.isin(g.op[pos[hit]], _GROUP_OPS)
+        hit[hit] = g.op[pos[hit]] == int(Op.DELTA)
         out[todo[hit]] = pos[hit]
     return out
 

@@ -292,16 +292,14 @@ class GroupSegment(Segment):
     box labelled ``label``) with an edge from each member; members with ``k > 1`` factors are
     · nodes over them (the member rule); per aggregate one v-node per group with a ⊗ per member
     whose argument is not null. ``group`` is the static δ id of a keyless aggregate (it has one
-    group even over no rows). With ``unit`` (keyless aggregates since issue 13) that node is not
-    a δ of the members but the empty product 1, with no edges: SQL returns the row whatever
-    the input, so the row's existence depends on no tuple; its values still do (the ⊗ nodes)."""
+    group even over no rows; over no rows that node is 1, an empty product: SQL returns the
+    row, which no tuple derives)."""
 
     op: Op = Op.DELTA
     label: str = "δ"
     k: int = 1
     aggregates: tuple[AggregateSpec, ...] = ()
     group: int | None = None
-    unit: bool = False
 
     kind: ClassVar[str] = "group"
     tables: ClassVar[tuple[str, ...]] = ("members",)
@@ -309,16 +307,12 @@ class GroupSegment(Segment):
     def __post_init__(self) -> None:
         if self.op not in (Op.DELTA, Op.BLACK_BOX):
             raise StoreError(f"a group segment's operator is delta or black_box, found {self.op.name.lower()}")
-        if self.unit and (self.group is None or self.op is not Op.DELTA):
-            raise StoreError("a group segment with a unit node is a keyless aggregate (op delta, a static group id)")
 
     def _meta(self) -> dict[str, Any]:
         out: dict[str, Any] = {"op": self.op.name.lower(), "label": self.label, "k": self.k,
                                "aggregates": [a.to_json() for a in self.aggregates]}
         if self.group is not None:
             out["group"] = self.group
-        if self.unit:
-            out["unit"] = True
         return out
 
     @classmethod
@@ -329,7 +323,7 @@ class GroupSegment(Segment):
         op = Op.parse(meta["op"]) if "op" in meta else (Op.DELTA if label == "δ" else Op.BLACK_BOX)
         return cls(seg, context, op, label, int(meta.get("k", 1)),
                    tuple(AggregateSpec.from_json(a) for a in meta.get("aggregates", [])),
-                   None if meta.get("group") is None else int(meta["group"]), bool(meta.get("unit", False)))
+                   None if meta.get("group") is None else int(meta["group"]))
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """Aggregation rules: ``groupBy().agg()`` and ``distinct`` (Lipstick §3.2, δ and ⊗).
 
 Each group's output row derives from one δ node over the p-nodes of its members (the member
-rule makes a · node of a member with several factors) — but a keyless aggregate's row, which
-SQL returns whatever the input (one row even over none), is annotated 1; each supported aggregate (Count, Sum,
+rule makes a · node of a member with several factors; a keyless aggregate over no rows, whose
+one row SQL returns anyway, is annotated 1); each supported aggregate (Count, Sum,
 Min, Max, Avg) of the group is a v-node ``Σ mᵢ ⊗ vᵢ`` whose ⊗ children pair each member with
 its argument's value (or its argument's own v-node). ``collect_list`` keeps each member's p-node
 in the bag, so an ``explode`` later gets it back.
@@ -98,7 +98,7 @@ def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
     members, specs = members_table(frame, seg, agg, group_id)
     out = group_output(frame, seg, agg, exprs, group_id)
     segment = GroupSegment(seg, tracker.context, op=Op.DELTA, label=Op.DELTA.label, k=layout.k, aggregates=specs,
-                           group=positional(seg, 0) if not agg.keys else None, unit=not agg.keys)
+                           group=positional(seg, 0) if not agg.keys else None)
     tracker.builder.record(segment, members=members)
     value_names = tuple(it.name for _, _, it in agg.aggregates)
     return frame.derive(out, Layout(1, value_names, tuple(agg.items[j].name for j in agg.bags)))
