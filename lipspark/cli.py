@@ -157,6 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("file", nargs="?", help="a query file (.lq), e.g. queries/bid_without_car.lq")
     src.add_argument("-e", "--expression", help="query text: statements separated by ; (examples below)")
     q.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
+    q.add_argument("--ids", action="store_true", help="tables show node ids too (JSON always has them)")
+    q.add_argument("--all", action="store_true", help="tables show every row (default: the first 50)")
     x = command("export", help="export a captured graph, or a query's final view or answer, as W3C PROV or GraphML",
                 description="Export a graph as W3C PROV (PROV-JSON, PROV-N) or GraphML. With a query, export the view "
                             "it leaves (after zoomout/delete), or only the nodes its last statement answers "
@@ -303,7 +305,7 @@ def _query(args: Any) -> int:
         r = session.execute(stmt)
         results.append(r)
         if args.format == "table":
-            print(r.to_text(), end="\n\n", flush=True)
+            print(r.to_text(ids=args.ids, all_rows=args.all), end="\n\n", flush=True)
     if args.format == "json":
         print(json.dumps([r.to_dict() for r in results], indent=2, default=str))
     return 0
