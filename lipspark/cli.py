@@ -133,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=None, help="the workflow's random seed")
     r.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE", help="a workflow parameter")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--verbose", action="store_true", help="show Spark's own log lines (default: errors only)")
     r.add_argument("--capture", choices=("eager", "deferred"), default="eager",
                    help="eager (default): write the graph with each execution; deferred: run at the speed of provenance off "
                         "and make the graph when first queried, by replaying the executions")
@@ -140,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("graph", help="a workflow store run with --capture deferred")
     m.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
+    m.add_argument("--verbose", action="store_true", help="show Spark's own log lines (default: errors only)")
     ri = command("reindex", help="rebuild a store's query-ready index from its graph (queries rebuild a stale one themselves)",
                  description="Rebuild the query-ready index (index/) of a store or graph directory from its graph "
                              "(manifests and Parquet tables). The index is derived: queries check it and append or "
@@ -214,6 +216,7 @@ def _run(args: Any) -> int:
         params=params,
         progress=not args.quiet,
         capture=args.capture,
+        verbose=args.verbose,
     )
     print(summary)
     return 0
@@ -230,7 +233,7 @@ def _materialize(args: Any) -> int:
     t0 = time.perf_counter()
     deferred = store.capture == "deferred"
     if deferred:
-        materialize(store, spark=get_spark(args.master), progress=not args.quiet)
+        materialize(store, spark=get_spark(args.master, verbose=args.verbose), progress=not args.quiet)
     g = GraphIndex.load(args.graph)
     how = f"replayed with provenance in {time.perf_counter() - t0:.1f}s" if deferred else "eager capture: nothing to replay"
     print(f"{args.graph}: {len(store.executions)} executions, graph {len(g):,} nodes, {g.num_edges:,} edges ({how})")

@@ -80,6 +80,7 @@ def run(
     spark: Any = None,
     count_graph: bool = True,
     capture: str = "eager",
+    verbose: bool = False,
 ) -> RunSummary:
     """Run (or continue) a sequence of executions of a workflow definition.
 
@@ -105,6 +106,8 @@ def run(
         provenance off; its graph is made later, explicitly, by replaying the executions
         (:func:`lipspark.workflow.materialize`, ``lipspark materialize``; the definition file
         must stay where it is).
+    verbose
+        Keep Spark's own logging when this call starts Spark (default: errors only).
     """
     from lipspark.session import get_spark
 
@@ -121,7 +124,7 @@ def run(
     store, created = _open_store(definition, path, graph_dir, provenance, capture, p)
     interrupted, previous, own_spark = threading.Event(), None, spark is None
     try:
-        spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}")
+        spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}", verbose=verbose)
         previous = _on_interrupt(interrupted, spark, quiet=own_spark)
         executor = Executor(spark, workflow, store, provenance=provenance)
         try:
