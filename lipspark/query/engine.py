@@ -118,24 +118,30 @@ def _shown(v: Any) -> str:
 
 
 def _changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """A what-if's changed values for people: one row per output tuple (``Amount 19500.0 → ?``),
+    """A what-if's changed values for people: one row per output tuple (``Amount 19500.0 → ?``)
     and a line counting the others — the same values carried into inputs and state, and values
-    inside modules (black boxes, aggregates) — which ``--all`` and JSON list."""
+    inside modules (black boxes, aggregates), which ``--format json`` lists. A graph without
+    module outputs (one annotated computation) lists the values inside instead."""
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     inside: dict[str, int] = {}
+    inside_rows: list[dict[str, Any]] = []
     carried = 0
     for v in values:
+        change = f"{_shown(v['before'])} → {_shown(v['after'])}"
         if v["op"] == "output" and v["column"]:
             t = v["tuple"] or {}
             key = (v["module"], v["execution"], v["relation"], json.dumps(t, sort_keys=True, default=str))
             g = groups.setdefault(key, {"tuple": node_name({"op": "output", "relation": v["relation"], "tuple": t}),
                                         "module": v["module"], "execution": v["execution"], "change": []})
-            g["change"].append(f"{v['column']} {_shown(v['before'])} → {_shown(v['after'])}")
+            g["change"].append(f"{v['column']} {change}")
         elif v["op"] in ("input", "state"):
             carried += 1
         else:
             inside[v["label"] or v["op"]] = inside.get(v["label"] or v["op"], 0) + 1
+            inside_rows.append({"tuple": v["name"], "module": v["module"], "execution": v["execution"], "change": change})
     rows = [{**g, "change": "; ".join(g["change"])} for g in groups.values()]
+    if not rows:  # no module outputs: the values inside are the answer
+        rows, inside = inside_rows, {}
     rows.sort(key=lambda g: (g["execution"] if g["execution"] is not None else -1, str(g["module"]), g["tuple"]))
     also = []
     if carried:
@@ -195,11 +201,10 @@ class Result:
             rows = sorted(self.rows, key=lambda r: _reading_order(r, first))
             parts.append(_text_table(rows, self.columns, ids, limit))
         for name, (rows, cols) in self.extra.get("_tables", {}).items():
-            if name == "changed values" and "_changed" in self.extra:
+            if name == "changed values" and "_changed" in self.extra and not ids:  # with ids: every value, as JSON has them
                 groups, also = self.extra["_changed"]
-                parts.append("changed values of outputs:" if groups else "changed values of outputs: (none)")
-                if groups:
-                    parts.append(table(groups, ["tuple", "module", "execution", "change"], limit=limit))
+                parts.append("changed values:")
+                parts.append(table(groups, ["tuple", "module", "execution", "change"], limit=limit))
                 if also:
                     parts.append(also)
                 continue
