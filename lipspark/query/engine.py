@@ -421,10 +421,11 @@ class Session:
         return self._nodes(stmt, self.view.descendants(seeds), "nodes", "descendant(s)", seeds)
 
     def _subgraph(self, stmt: ast.Subgraph) -> Result:
-        pos = subgraph_positions(self.view, [self._one(stmt.target, "subgraph")])
+        target = self._one(stmt.target, "subgraph")
+        pos = subgraph_positions(self.view, [target])
         es, ed = self.view.edges_among(pos)
         edges = [{"src": int(s), "dst": int(d)} for s, d in zip(self.view.ids[es].tolist(), self.view.ids[ed].tolist())]
-        r = self._nodes(stmt, pos, "subgraph", "node(s)")
+        r = self._nodes(stmt, pos, "subgraph", "node(s)", np.array([target], dtype=np.int64))
         r.summary += f", {len(edges)} edge(s)"
         r.extra["edges"] = edges
         return r
