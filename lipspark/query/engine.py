@@ -13,11 +13,11 @@ other statements read it. Every statement gives a :class:`Result` that renders a
 >>> s = Session(g)
 >>> print(s.run('polynomial node 3; evaluate counting node 3 given tuple Cars(CarId = "C2") = 0')[0].to_text())
 polynomial node 3
-node  label  polynomial
-----  -----  --------------------
-3     δ      δ(Cars:C2 + Cars:C3)
+node                polynomial
+------------------  --------------------
+δ (distinct/group)  δ(Cars:C2 + Cars:C3)
 >>> s.run('depends node 3 on tuple Cars(CarId = "C2")')[0].rows
-[{'node': 3, 'label': 'δ', 'depends': False}]
+[{'node': 3, 'name': 'δ (distinct/group)', 'label': 'δ', 'depends': False}]
 """
 from __future__ import annotations
 
