@@ -72,11 +72,6 @@ def node_rows(g: GraphIndex, positions: np.ndarray) -> list[dict[str, Any]]:
     return rows
 
 
-def _names(g: GraphIndex, positions: Any) -> list[str]:
-    """What the nodes at ``positions`` are (:func:`~lipspark.query.text.node_name`)."""
-    return [r["name"] for r in node_rows(g, np.asarray(positions, dtype=np.int64))]
-
-
 #: the columns of a node list as text (``name`` is headed ``node``; ``id`` only when asked for)
 _NODE_COLS = ["name", "module", "execution", "value"]
 
@@ -434,8 +429,8 @@ class Session:
         targets = self._resolve(stmt.target)
         on = np.unique(np.concatenate([self._resolve(s) for s in stmt.on]))
         removed = propagate(self.view, on)
-        names = _names(self.view, targets)
-        rows = [{"node": int(self.view.ids[p]), "name": nm, "label": self.view.label(p), "depends": bool(removed[p])} for p, nm in zip(targets.tolist(), names)]
+        rows = [{"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
+                 "depends": bool(removed[p])} for p, d in zip(targets.tolist(), node_rows(self.view, targets))]
         n = int(removed[targets].sum())
         return Result(str(stmt), "depends", rows=rows, summary=f"{n} of {len(rows)} node(s) depend on it", columns=["name", "module", "execution", "depends"])
 
