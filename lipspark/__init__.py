@@ -5,7 +5,7 @@ semiring, store, graph, query, viz, export) import without pyspark.
 
 >>> import lipspark
 >>> sorted(n for n in lipspark.__all__ if n[0].isupper())
-['AnnotatedFrame', 'GraphIndex', 'LipsparkError', 'Tracker', 'UnsupportedOperation']
+['AnnotatedFrame', 'GraphIndex', 'LipsparkError', 'ProvenanceWarning', 'Tracker', 'UnsupportedOperation']
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.blackbox import black_box
-    from lipspark.errors import LipsparkError, UnsupportedOperation
+    from lipspark.errors import LipsparkError, ProvenanceWarning, UnsupportedOperation
     from lipspark.frame import AnnotatedFrame
     from lipspark.functions import cogroup
     from lipspark.graph.index import GraphIndex
@@ -25,6 +25,7 @@ __all__ = [
     "AnnotatedFrame",
     "GraphIndex",
     "LipsparkError",
+    "ProvenanceWarning",
     "Tracker",
     "UnsupportedOperation",
     "black_box",
@@ -37,6 +38,7 @@ __version__ = "0.1.0"
 _HOMES = {
     "AnnotatedFrame": "lipspark.frame",
     "LipsparkError": "lipspark.errors",
+    "ProvenanceWarning": "lipspark.errors",
     "GraphIndex": "lipspark.graph.index",
     "Tracker": "lipspark.tracker",
     "UnsupportedOperation": "lipspark.errors",

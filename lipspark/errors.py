@@ -18,6 +18,7 @@ __all__ = [
     "QueryError",
     "QuerySyntaxError",
     "SemiringError",
+    "ProvenanceWarning",
 ]
 
 
@@ -71,3 +72,9 @@ class QuerySyntaxError(QueryError):
 
 class Interrupted(LipsparkError):
     """The user interrupted a command (Ctrl-C); the message says what state it left."""
+
+
+class ProvenanceWarning(UserWarning):
+    """Module code did something whose effect the provenance graph does not record, although
+    the data stays right (e.g. brought annotated data to the driver, where a value used later
+    as a literal carries no provenance). The message says what to write instead."""

@@ -9,7 +9,10 @@ select / withColumn    annotation passes through; a value-level    ``rules.proje
                        black box adds a v-node per row; explode
                        inherits the parent's (· a bag member's)
 filter / orderBy /     annotation passes through (post-            ``rules.selection``
-limit / repartition    processing is not provenance)
+limit / repartition /  processing is not provenance)
+dropna / checkpoint
+fillna / replace       annotation passes through; filled values     ``rules.projection``
+                       lose their v-node
 join / crossJoin       · of both sides (factor lists concatenated)  ``rules.join``
 union / unionByName    rows keep their annotations                  ``rules.union``
 distinct, groupBy.agg  δ per group; Count/Sum/Min/Max/Avg v-node     ``rules.aggregate``
@@ -19,13 +22,16 @@ black_box              one node labelled with the function's name   ``rules.blac
 cogroup                δ per key over both bags' members            ``rules.cogroup``
 =====================  ==========================================  =========================
 
-Anything else raises :class:`~lipspark.errors.UnsupportedOperation`. An annotated frame is
-immutable: every operation returns a new one.
+Anything else raises :class:`~lipspark.errors.UnsupportedOperation` naming what to do instead.
+Actions (``collect``, ``count``, ``first``, ``take``, ``toPandas``, ...) return the plain data and
+warn once (:class:`~lipspark.errors.ProvenanceWarning`): a value brought to the driver and used
+as a literal carries no provenance. An annotated frame is immutable: every operation returns a
+new one.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -38,13 +44,38 @@ from lipspark.capture.rules import join as _join
 from lipspark.capture.rules import projection as _projection
 from lipspark.capture.rules import selection as _selection
 from lipspark.capture.rules import union as _union
-from lipspark.capture.rules._common import BLACK_BOX_HINT, as_list
+from lipspark.capture.rules._common import BLACK_BOX_HINT, NO_VALUE, as_list
 from lipspark.errors import AnnotationError, UnsupportedOperation
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.tracker import Tracker
 
-__all__ = ["AnnotatedFrame", "AnnotatedGroupedData", "AnnotatedRow", "Annotation"]
+__all__ = ["AnnotatedFrame", "AnnotatedGroupedData", "AnnotatedNaFunctions", "AnnotatedRow", "Annotation", "DRIVER_WARNING"]
+
+#: What an action bringing annotated data to the driver warns (once per tracker and action).
+DRIVER_WARNING = (
+    "{action}() brings annotated data to the driver: a value computed from it and used later as a literal "
+    "(df.filter(df.n == value)) carries no provenance, so the graph and what-if queries miss that dependence. "
+    "Instead keep the value in Spark: join with the aggregate, or crossJoin a one-row aggregate, e.g. "
+    "df.crossJoin(df.agg(F.max('n').alias('mx'))).filter('n = mx')"
+)
+
+_WRITTEN_BY_THE_WORKFLOW = ("return the frame from the module: the workflow writes its outputs, with their provenance "
+                            "(docs/store-format.md)")
+_SQL = ("call DataFrame methods on the annotated frame: spark.sql over a view would read the data without its "
+        "annotations (or annotate the result of spark.sql with tracker.annotate, as a new base relation)")
+
+#: DataFrame methods without a rule, and what to do instead (any other: the generic advice).
+REFUSALS = {
+    "write": _WRITTEN_BY_THE_WORKFLOW, "writeTo": _WRITTEN_BY_THE_WORKFLOW, "writeStream": _WRITTEN_BY_THE_WORKFLOW,
+    "createOrReplaceTempView": _SQL, "createTempView": _SQL, "createGlobalTempView": _SQL,
+    "createOrReplaceGlobalTempView": _SQL, "registerTempTable": _SQL,
+    "subtract": "a join on the key, or " + BLACK_BOX_HINT, "exceptAll": "a join on the key, or " + BLACK_BOX_HINT,
+    "intersect": "an inner join on every column, then distinct()", "intersectAll": "an inner join on every column",
+    "sample": "filter(F.rand(seed) < fraction): a selection, computed once", "sampleBy": "filter(...) with F.rand(seed)",
+    "randomSplit": "filter(F.rand(seed) < w) and its complement", "rdd": BLACK_BOX_HINT, "foreach": BLACK_BOX_HINT,
+    "foreachPartition": BLACK_BOX_HINT, "mapInPandas": BLACK_BOX_HINT, "mapInArrow": BLACK_BOX_HINT,
+}
 
 
 @dataclass(frozen=True)
@@ -155,23 +186,48 @@ class AnnotatedFrame:
         return AnnotatedFrame(self._tracker, df, self._layout if layout is None else layout)
 
     # ------------------------------------------------------------------ actions
+    def _to_driver(self, action: str) -> DataFrame:
+        """The plain data, for an action that brings it to the driver (warned about once)."""
+        self._tracker.warn_once(f"action:{action}", DRIVER_WARNING.format(action=action), stacklevel=3)
+        return self.to_plain()
+
     def collect(self) -> list[Any]:
-        return self.to_plain().collect()
+        return self._to_driver("collect").collect()
 
     def count(self) -> int:
-        return self._df.count()
+        return self._to_driver("count").count()
+
+    def first(self) -> Any:
+        return self._to_driver("first").first()
+
+    def head(self, n: int | None = None) -> Any:
+        plain = self._to_driver("head")
+        return plain.head() if n is None else plain.head(n)
+
+    def take(self, num: int) -> list[Any]:
+        return self._to_driver("take").take(num)
+
+    def tail(self, num: int) -> list[Any]:
+        return self._to_driver("tail").tail(num)
+
+    def toLocalIterator(self, prefetchPartitions: bool = False) -> Iterator[Any]:
+        return self._to_driver("toLocalIterator").toLocalIterator(prefetchPartitions)
 
     def toPandas(self) -> Any:
-        return self.to_plain().toPandas()
+        return self._to_driver("toPandas").toPandas()
+
+    def toArrow(self) -> Any:
+        return self._to_driver("toArrow").toArrow()
+
+    def isEmpty(self) -> bool:
+        return self._to_driver("isEmpty").isEmpty()
 
     def show(self, *args: Any, **kwargs: Any) -> None:
+        """Prints the data and returns nothing a later operation could use: no warning."""
         self.to_plain().show(*args, **kwargs)
 
     def printSchema(self) -> None:
         self.to_plain().printSchema()
-
-    def isEmpty(self) -> bool:
-        return self._df.isEmpty()
 
     def collect_annotated(self) -> list[AnnotatedRow]:
         """Rows with their annotations (references into the graph, not expanded polynomials)."""
@@ -209,6 +265,8 @@ class AnnotatedFrame:
             raise AttributeError(name)
         if name in self._visible:
             return self._df[name]
+        if name in REFUSALS:
+            raise UnsupportedOperation(f"DataFrame.{name}", REFUSALS[name])
         if hasattr(DataFrame, name):
             raise UnsupportedOperation(f"DataFrame.{name}", f"express it with select/filter/join/groupBy/union/distinct, or {BLACK_BOX_HINT}")
         raise AttributeError(f"annotated frame has no column or method {name!r}; columns: {list(self._visible)}")
@@ -280,6 +338,40 @@ class AnnotatedFrame:
     def coalesce(self, n: int) -> AnnotatedFrame:
         return _selection.coalesce(self, n)
 
+    def sortWithinPartitions(self, *cols: Any, **kwargs: Any) -> AnnotatedFrame:
+        """Order within partitions: post-processing, rows and annotations unchanged."""
+        return _selection.sort_within_partitions(self, cols, kwargs)
+
+    def localCheckpoint(self, eager: bool = True, storageLevel: Any = None) -> AnnotatedFrame:
+        """Computed and kept, annotations included: the same rows for the output and the graph."""
+        return _selection.checkpoint(self, eager, local=True, storage_level=storageLevel)
+
+    def checkpoint(self, eager: bool = True) -> AnnotatedFrame:
+        """Computed into the checkpoint directory, annotations included."""
+        return _selection.checkpoint(self, eager, local=False)
+
+    def transform(self, func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``func(self, *args, **kwargs)``, as on a DataFrame: each operation inside is rewritten."""
+        return func(self, *args, **kwargs)
+
+    # ------------------------------------------------------------------ missing values (per row)
+    @property
+    def na(self) -> AnnotatedNaFunctions:
+        """``df.na.fill/drop/replace``: the same as ``fillna``, ``dropna``, ``replace``."""
+        return AnnotatedNaFunctions(self)
+
+    def fillna(self, value: Any, subset: Any = None) -> AnnotatedFrame:
+        """A projection: each row keeps its annotation; a filled value has no v-node."""
+        return _projection.fill_na(self, value, subset)
+
+    def dropna(self, how: str = "any", thresh: int | None = None, subset: Any = None) -> AnnotatedFrame:
+        """A selection: kept rows keep their annotation (only the data columns are looked at)."""
+        return _selection.drop_na(self, how, thresh, subset)
+
+    def replace(self, to_replace: Any, value: Any = NO_VALUE, subset: Any = None) -> AnnotatedFrame:
+        """A projection: each row keeps its annotation; the replaced columns' values have no v-node."""
+        return _projection.replace_values(self, to_replace, value, subset)
+
     def cache(self) -> AnnotatedFrame:
         self._df.cache()
         return self
@@ -336,6 +428,22 @@ class AnnotatedFrame:
     def agg(self, *exprs: Any) -> AnnotatedFrame:
         """Aggregate the whole relation (one group)."""
         return self.groupBy().agg(*exprs)
+
+
+class AnnotatedNaFunctions:
+    """``df.na`` on an annotated frame; mirrors :class:`pyspark.sql.DataFrameNaFunctions`."""
+
+    def __init__(self, frame: AnnotatedFrame) -> None:
+        self._frame = frame
+
+    def fill(self, value: Any, subset: Any = None) -> AnnotatedFrame:
+        return self._frame.fillna(value, subset)
+
+    def drop(self, how: str = "any", thresh: int | None = None, subset: Any = None) -> AnnotatedFrame:
+        return self._frame.dropna(how, thresh, subset)
+
+    def replace(self, to_replace: Any, value: Any = NO_VALUE, subset: Any = None) -> AnnotatedFrame:
+        return self._frame.replace(to_replace, value, subset)
 
 
 class AnnotatedGroupedData:

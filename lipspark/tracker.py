@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -21,7 +22,7 @@ from lipspark.blackbox import BlackBoxRegistry
 from lipspark.capture.builder import GraphBuilder
 from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import PREFIX, factor, is_hidden
-from lipspark.errors import AnnotationError
+from lipspark.errors import AnnotationError, ProvenanceWarning
 from lipspark.frame import AnnotatedFrame
 from lipspark.vocabulary import BASE_ID, BaseSegment, Context, FileRef
 from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
@@ -139,6 +140,7 @@ class Tracker:
         self.black_boxes = BlackBoxRegistry()
         self._persisted: list[DataFrame] = []
         self._case_sensitive: bool | None = None  # read from the session's conf when first needed
+        self._warned: set[str] = set()
 
     def share(self, df: DataFrame) -> DataFrame:
         """Mark the input of a pipeline breaker to be computed once for the output and the graph.
@@ -158,6 +160,14 @@ class Tracker:
         over unordered rows), which would otherwise give the output one set of rows and the graph
         another. A local checkpoint: its blocks live as long as the Spark application."""
         return df.localCheckpoint(eager=True)
+
+    def warn_once(self, key: str, message: str, *, stacklevel: int = 3) -> None:
+        """Emit ``message`` as a :class:`~lipspark.errors.ProvenanceWarning`, the first time
+        only for this tracker (one invocation in a workflow) and ``key``."""
+        if key in self._warned:
+            return
+        self._warned.add(key)
+        warnings.warn(message, ProvenanceWarning, stacklevel=stacklevel + 1)
 
     @property
     def case_sensitive(self) -> bool:

@@ -10,7 +10,8 @@ under *bag* semantics as PySpark evaluates queries:
 * base relations annotate each row with the token ``Symbol(f"{name}:{key}")``;
 * select / filter keep every row's annotation; union concatenates;
 * join annotates each output row with the product of its two input rows' annotations;
-* distinct gives each distinct tuple ``δ(Σ rows)``; group-by gives each group ``δ(Σ members)``;
+* distinct gives each distinct tuple ``δ(Σ rows)``; group-by gives each group ``δ(Σ members)``
+  (an aggregation without keys over no rows its one row 1);
 * an aggregate column of a group is the formal sum ``Σ member ⊗ value`` over the members whose
   argument is not null (``value`` is 1 for count), kept as a list of ``(polynomial, value)``
   pairs in :class:`AggVal`; the plain aggregate value is computed too (SQL semantics).
@@ -321,8 +322,8 @@ def group_by(
     means ``count(*)``. Each group row is annotated ``δ(Σ members)``; each aggregate column gets an
     :class:`AggVal` with pairs ``(member annotation, value)`` over members whose argument is not
     null (value 1 for count) and the plain SQL result. With no keys and an empty input, SQL (and
-    PySpark) return one row (count 0, other aggregates null) annotated ``δ(0)`` when
-    ``global_on_empty``.
+    PySpark) return one row (count 0, other aggregates null) when ``global_on_empty``; no tuple
+    derives it and none can delete it, so it is annotated 1 (not ``δ(0)`` = 0).
     """
     keys = list(keys)
     groups: dict[tuple, list[KRow]] = {}
@@ -343,6 +344,6 @@ def group_by(
             result = _plain_aggregate(fn, vals, len(members), star)
             data[alias] = result
             aggs[alias] = AggVal(label, pairs, result)
-        ann = DELTA(sympy.Add(*[m.ann for m in members])) if members else DELTA(sympy.Integer(0))
+        ann = DELTA(sympy.Add(*[m.ann for m in members])) if members else sympy.Integer(1)
         rows.append(KRow(data, ann, aggs))
     return KRelation(keys + [a for a, _, _ in aggregates], rows)

@@ -1,6 +1,8 @@
 """One test (at least) per rewrite rule: data as plain PySpark, and the nodes the rule adds."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -148,8 +150,8 @@ def test_order_by_and_limit_are_post_processing(spark):
         (lambda R, S: R.join(S, "k", "left"), "join(how='left')"),
         (lambda R, S: R.subtract(R), "DataFrame.subtract"),
         (lambda R, S: R.dropDuplicates(["k"]), "dropDuplicates(subset)"),
-        (lambda R, S: R.groupBy("k").agg(F.countDistinct("v")), "aggregate Count DISTINCT"),
-        (lambda R, S: R.groupBy("k").agg(F.stddev("v")), "aggregate StddevSamp"),
+        (lambda R, S: R.groupBy("k").agg(F.countDistinct("v")), "aggregate count DISTINCT"),
+        (lambda R, S: R.groupBy("k").agg(F.stddev("v")), "aggregate stddev"),
         (lambda R, S: R.groupBy("k").agg((F.sum("v") + 1).alias("x")), "aggregate expression"),
         (lambda R, S: R.select(F.sum("v")), "select with aggregate or window functions"),
         (lambda R, S: R.groupBy("k").pivot("v"), "GroupedData.pivot"),
@@ -194,3 +196,96 @@ def test_bags_with_member_provenance_are_never_silently_dropped(spark):
     g = t.graph()
     polys = sorted(str(g.polynomial(x.annotation)) for x in both.collect_annotated() if x.row["id"] == 3)
     assert polys == ["δ(R:3 + R:4)·R:3", "δ(R:3 + R:4)·R:3"]
+
+
+# ---------------------------------------------------------------------- actions and other DataFrame methods
+def _fresh(spark):
+    from lipspark import Tracker
+
+    t = Tracker(spark)
+    return t, t.annotate(spark.createDataFrame(*R[:2]), "R", key=["id"])
+
+
+@pytest.mark.parametrize("action, expect", [
+    ("collect", lambda p: p.collect()),
+    ("count", lambda p: p.count()),
+    ("first", lambda p: p.first()),
+    ("head", lambda p: p.head()),
+    ("take", lambda p: p.take(2)),
+    ("tail", lambda p: p.tail(1)),
+    ("toLocalIterator", lambda p: list(p.toLocalIterator())),
+    ("toPandas", lambda p: p.toPandas().to_json()),
+    ("isEmpty", lambda p: p.isEmpty()),
+])
+def test_actions_return_the_visible_data_and_warn_once(spark, action, expect):
+    from lipspark.errors import ProvenanceWarning
+
+    t, r = _fresh(spark)
+    sorted_r = r.orderBy("id")
+    call = {"take": lambda f: f.take(2), "tail": lambda f: f.tail(1), "toLocalIterator": lambda f: list(f.toLocalIterator()),
+            "toPandas": lambda f: f.toPandas().to_json()}.get(action, lambda f: getattr(f, action)())
+    with pytest.warns(ProvenanceWarning) as caught:
+        got = call(sorted_r)
+    assert got == expect(spark.createDataFrame(*R[:2]).orderBy("id"))  # no __lp_ column leaks
+    (w,) = caught
+    msg = str(w.message)
+    assert f"{action}()" in msg and "literal" in msg and "crossJoin" in msg
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        call(sorted_r)  # once per tracker and action
+        r.show(1)  # show returns nothing: silent
+        r.collect_annotated()  # lipspark's own way to look at provenance: silent
+
+
+def test_the_alternative_to_a_driver_literal_keeps_the_dependence_in_spark(spark):
+    t, ann = check(spark, lambda R: R.crossJoin(R.agg(F.max("v").alias("mx"))).filter(F.col("v") == F.col("mx")).drop("mx"), R=R)
+    g, p = polys(t, ann)
+    assert [str(v[0]) for v in p.values()] == ["R:5·δ(R:1 + R:2 + R:3 + R:4 + R:5)"]  # the max's inputs are recorded
+
+
+@pytest.mark.parametrize("op", [
+    lambda R: R.transform(lambda df: df.filter(F.col("v") > 15)),
+    lambda R: R.transform(lambda df, n: df.limit(n), 10),
+    lambda R: R.fillna(0),
+    lambda R: R.fillna({"v": -1}),
+    lambda R: R.na.fill(0, subset=["v"]),
+    lambda R: R.dropna(),
+    lambda R: R.na.drop(how="all", subset=["v"]),
+    lambda R: R.replace("a", "z"),
+    lambda R: R.na.replace(["a", "b"], ["x", "y"], subset=["k"]),
+    lambda R: R.sortWithinPartitions("id"),
+    lambda R: R.localCheckpoint(),
+    lambda R: R.cache().persist().unpersist(),
+    lambda R: R.repartition(2).coalesce(1),
+])
+def test_per_row_methods_keep_annotations(spark, op):
+    t, ann = check(spark, op, R=R)
+    _, p = polys(t, ann)
+    assert all(str(v[0]) in {f"R:{i}" for i in range(1, 6)} for v in p.values())
+
+
+def test_fillna_never_touches_the_hidden_columns(spark):
+    t, r = _fresh(spark)
+    agg = r.groupBy("k").agg(F.sum("v").alias("s")).union(r.select("k", F.lit(None).cast("bigint").alias("s")))
+    filled = agg.fillna(0).replace(0, 7).dropna()
+    assert filled.count() == agg.count() == 8
+    g = t.graph()
+    rows = filled.collect_annotated()
+    assert sum("s" in x.annotation.values for x in rows) == 0  # the filled column's values were recomputed: no v-node
+    assert all(g.polynomial(x.annotation) is not None for x in rows)
+
+
+@pytest.mark.parametrize("name, says", [
+    ("write", "the workflow writes"),
+    ("writeTo", "the workflow writes"),
+    ("createOrReplaceTempView", "spark.sql"),
+    ("createTempView", "spark.sql"),
+    ("subtract", "DataFrame.subtract"),
+    ("rdd", "black_box"),
+])
+def test_refusals_name_the_operation_and_a_fitting_alternative(spark, name, says):
+    _, r = _fresh(spark)
+    with pytest.raises(UnsupportedOperation) as err:
+        getattr(r, name)
+    msg = str(err.value)
+    assert name in msg and says in msg and "\n" not in msg

@@ -421,15 +421,16 @@ def test_global_aggregate_nonempty(spark):
 
 
 def test_global_aggregate_over_empty_input(spark):
-    """groupBy() without keys over no rows: PySpark returns one row; its δ node has no members."""
+    """groupBy() without keys over no rows: PySpark returns one row, which no tuple derives and
+    none can delete (annotation 1); its aggregates have no members."""
     t = Tracker(spark)
     r = t.annotate(spark.createDataFrame([(0, 1)], "rid int, a int"), "R", key=["rid"])
     out = r.filter(F.col("a") > 5).groupBy().agg(F.count(F.lit(1)).alias("cnt"), F.sum("a").alias("s"))
     (row,) = out.collect_annotated()
     assert row.row.asDict() == {"cnt": 0, "s": None}  # what PySpark returns
     g = t.graph()
-    # no base tuple derives this row: its annotation must evaluate to 0 (δ(0), or 0)
-    assert evaluate(g.polynomial(row.annotation), COUNTING) == 0
+    # no base tuple derives this row, and none can delete it: its annotation is 1 (not δ(0) = 0)
+    assert evaluate(g.polynomial(row.annotation), COUNTING) == 1
     assert evaluate(g.value(row.annotation, "cnt"), COUNTING) == 0
     assert g.value(row.annotation, "s").normal_form() == ("Sum", frozenset())
 

@@ -198,8 +198,10 @@ class AggregateItem:
     """One output column of ``groupBy(...).agg(...)``.
 
     ``function`` is Spark's class name (``Count``, ``Sum``, ``Min``, ``Max``, ``Average``,
-    ``CollectList``, ...) or ``None`` for a grouping column; ``argument`` is the SQL text of its
-    argument, ``literal`` whether that argument is a constant (``count(*)``).
+    ``CollectList``, ...) or ``None`` for a grouping column, ``sql_name`` the name module code
+    calls it by (``stddev``, not ``StddevSamp``); ``argument`` is the SQL text of its argument,
+    ``literal`` whether that argument is a constant (``count(*)``), ``opaque`` what makes the
+    argument impossible to re-read as SQL text (a Python UDF, a lambda), else ``None``.
     """
 
     name: str
@@ -209,6 +211,24 @@ class AggregateItem:
     literal: bool = False
     n_args: int = 0
     filtered: bool = False
+    sql_name: str | None = None
+    opaque: str | None = None
+
+
+#: The SQL names of the aggregate functions lipspark has rules for (others are asked of the JVM).
+_SQL_NAMES = {"Count": "count", "Sum": "sum", "Min": "min", "Max": "max", "Average": "avg", "CollectList": "collect_list"}
+
+
+def _opaque(tree: "_Node") -> str | None:
+    """What in an aggregate's argument has no SQL text Spark parses back: a Python UDF (its
+    ``sql()`` is ``<lambda>(x)`` or ``name(x)``, not a registered function) or a lambda of a
+    higher-order function (``F.filter(col, lambda x: ...)``)."""
+    for n in tree.walk():
+        if n.cls == "PythonUDF":
+            return f"the Python UDF {n.fields.get('name')!s}"
+        if n.cls == "LambdaFunction":
+            return "a Python lambda (in F.filter, F.transform, F.exists, F.aggregate, ...)"
+    return None
 
 
 def read_aggregate(aggregated: DataFrame) -> list[AggregateItem] | None:
@@ -224,12 +244,16 @@ def read_aggregate(aggregated: DataFrame) -> list[AggregateItem] | None:
         if inner.cls == "AggregateExpression":
             fn = inner.children[0]
             arg = fn.children[0] if fn.children else None
+            def jfn() -> Any:  # the JVM function, asked only for what its JSON form lacks
+                return (jexpr.child() if tree.cls == "Alias" else jexpr).aggregateFunction()
+
+            sql_name = _SQL_NAMES.get(fn.cls) or str(jfn().prettyName())
+            opaque = next((o for c in fn.children if (o := _opaque(c)) is not None), None)
             argument = None
-            if arg is not None and arg.cls != "Literal":
-                jinner = jexpr.child() if tree.cls == "Alias" else jexpr
-                argument = str(jinner.aggregateFunction().children().apply(0).sql())
+            if arg is not None and arg.cls != "Literal" and opaque is None:
+                argument = str(jfn().children().apply(0).sql())
             elif arg is not None:
-                argument = "1"
+                argument = "1" if arg.cls == "Literal" else None
             out.append(
                 AggregateItem(
                     name,
@@ -239,6 +263,8 @@ def read_aggregate(aggregated: DataFrame) -> list[AggregateItem] | None:
                     arg is not None and arg.cls == "Literal",
                     len(fn.children),
                     len(inner.children) > 1,  # the FILTER clause is the second child
+                    sql_name,
+                    opaque,
                 )
             )
         elif inner.cls == "AttributeReference":

@@ -269,8 +269,14 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
     """A group-by, distinct, cogroup or relation-level black box (see :class:`GroupSegment`)."""
     m = _members(s, tables["members"])
     groups = _groups(s, m)
-    node_parts = [_nodes(groups, "p", s.op, s.label, s.seg)]
-    edge_parts = [_edges(m["m"].to_numpy(dtype="int64"), m["g"].to_numpy(dtype="int64"))]  # member -> group, one per row
+    if s.group is not None and s.op is Op.DELTA and not len(m):
+        # a keyless aggregate over no rows: SQL still returns its row, which no tuple derives and
+        # none can delete, so its annotation is 1 (an empty product), not δ(0) = 0
+        node_parts = [_nodes(groups, "p", Op.TIMES, "1", s.seg)]
+        edge_parts = [_edges([], [])]
+    else:
+        node_parts = [_nodes(groups, "p", s.op, s.label, s.seg)]
+        edge_parts = [_edges(m["m"].to_numpy(dtype="int64"), m["g"].to_numpy(dtype="int64"))]  # member -> group, one per row
     for n, e in [_member_products(s, m), *(_aggregate_nodes(s, j, spec, m, groups) for j, spec in enumerate(s.aggregates))]:
         node_parts.append(n)
         edge_parts.append(e)

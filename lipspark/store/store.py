@@ -43,6 +43,28 @@ CAPTURE_MODES = ("eager", "deferred")
 PROVENANCE_DIR = "provenance"
 
 
+#: ``store.json`` as readers in this process last parsed it, by path: (inode, size, mtime) and the
+#: parsed content, which no reader changes. A commit replaces the file (a new inode), so a reader
+#: opening the store after it parses the new one.
+_PARSED: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+
+def _read_store_json(path: str, what: str, shared: bool) -> Any:
+    if not shared:
+        return read_json(path, what)
+    try:
+        st = os.stat(path)
+    except OSError:
+        return read_json(path, what)  # gone meanwhile: read_json says so
+    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    hit = _PARSED.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    meta = read_json(path, what)
+    _PARSED[path] = (key, meta)
+    return meta
+
+
 def _write_json_atomic(path: str, data: Any) -> None:
     tmp = f"{path}.tmp"
     with open(tmp, "w") as fh:
@@ -138,10 +160,17 @@ class Store:
     def open(cls, root: str) -> "Store":
         """The store at ``root`` as its ``store.json`` names it now: a read-only snapshot (nothing
         on disk is changed; :meth:`lock` to write)."""
+        return cls._open(root, shared=True)
+
+    @classmethod
+    def _open(cls, root: str, *, shared: bool) -> "Store":
+        """``shared``: a reader's snapshot, whose ``store.json`` this process parses once per
+        version of the file (a command opens a store from several layers; the file grows with
+        every execution) and never changes; a writer (:meth:`lock`) reads its own copy."""
         path = os.path.join(root, "store.json")
         if not os.path.exists(path):
             raise StoreError(f"no provenance store at {root} (store.json missing); run the workflow first: lipspark run WORKFLOW --graph {root}")
-        meta = read_json(path, f"the store at {root}")
+        meta = _read_store_json(path, f"the store at {root}", shared)
         if not isinstance(meta, dict) or meta.get("format") != STORE_FORMAT:
             raise StoreError(f"{path} is not a lipspark store (format {meta.get('format') if isinstance(meta, dict) else None!r})")
         if meta.get("version") != STORE_VERSION:
@@ -164,7 +193,7 @@ class Store:
             return self
         lock = held.acquire() if held is not None else WriterLock(self.root).acquire(wait)
         try:
-            fresh = Store.open(self.root)
+            fresh = Store._open(self.root, shared=False)
             _check_writable(self.root)
             self.meta = fresh.meta
             self._lock = lock

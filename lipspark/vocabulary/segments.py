@@ -313,7 +313,8 @@ class GroupSegment(Segment):
     box labelled ``label``) with an edge from each member; members with ``k > 1`` factors are
     · nodes over them (the member rule); per aggregate one v-node per group with a ⊗ per member
     whose argument is not null. ``group`` is the static δ id of a keyless aggregate (it has one
-    group even over no rows)."""
+    group even over no rows; over no rows that node is 1, an empty product: SQL returns the
+    row, which no tuple derives)."""
 
     op: Op = Op.DELTA
     label: str = "δ"

@@ -52,3 +52,17 @@ def test_column_names_match_as_spark_matches_them(spark, op):
     t, ann = check(spark, op, R=R)  # same columns (names and order) and rows as plain Spark
     _, p = polys(t, ann)
     assert sorted(str(v[0]) for v in p.values()) == ["R:1", "R:2", "R:3", "R:4", "R:5"]
+
+
+@pytest.mark.parametrize("op", [
+    lambda R, S: R.join(S, R["k"] == S["k"]).select("*"),
+    lambda R, S: R.join(S, R["k"] == S["k"]).select(F.col("*")),
+    lambda R, S: R.join(S, R["k"] == S["k"]).selectExpr("*", "id + sid as t"),
+    lambda R, S: R.join(S, R["k"] == S["k"]).select("*").distinct(),
+])
+def test_a_star_over_both_sides_of_a_condition_join_with_a_shared_name(spark, op):
+    t, ann = check(spark, op, R=R, S=S)  # plain Spark keeps both `k` columns, by position
+    assert ann.columns[:6] == ["id", "k", "v", "sid", "k", "w"]
+    _, p = polys(t, ann)
+    assert sorted(str(v[0]).removeprefix("δ(").removesuffix(")") for v in p.values()) == [
+        "R:1·S:10", "R:2·S:10", "R:3·S:11", "R:3·S:12", "R:4·S:11", "R:4·S:12"]

@@ -405,3 +405,28 @@ def test_run_as_a_user_who_cannot_write_the_store_is_one_line_before_spark():
         assert Store.open(existing).executions == [] and os.listdir(os.path.join(existing, "executions")) == []
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_readers_parse_store_json_once_per_version_and_a_writer_reads_its_own(tmp_path, monkeypatch):
+    """A command opens a store from several layers: `store.json` (which grows with every
+    execution) is parsed once per version of the file; a writer's copy is never shared."""
+    import lipspark.store.store as store_mod
+
+    root = str(tmp_path / "s")
+    w = Store.create(root, "wf", False, {})
+    w.meta["initial"] = {}
+    w.save()
+    w.unlock()
+    parsed = []
+    real = store_mod.read_json
+    monkeypatch.setattr(store_mod, "read_json", lambda path, what: parsed.append(path) or real(path, what))
+    a, b = Store.open(root), Store.open(root)
+    assert len(parsed) == 1 and a.meta is b.meta
+    writer = Store.open(root).lock()
+    assert writer.meta is not a.meta and len(parsed) == 2  # the writer's own copy
+    writer.meta["executions"].append({"n": 1, "dir": "executions/000001", "outputs": {}, "state": {}})
+    os.makedirs(os.path.join(root, "executions", "000001"))
+    assert Store.open(root).executions == []  # uncommitted: readers still see the last commit
+    writer.save()
+    writer.unlock()
+    assert [e["n"] for e in Store.open(root).executions] == [1] and a.executions == []  # a snapshot stays as it was

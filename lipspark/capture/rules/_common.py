@@ -11,10 +11,19 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["BLACK_BOX_HINT", "as_list", "normalized", "same_tracker"]
+__all__ = ["BLACK_BOX_HINT", "NO_VALUE", "as_list", "normalized", "same_tracker"]
 
 #: The advice every unsupported operation ends with.
 BLACK_BOX_HINT = "wrap the computation in lipspark.black_box(fn, frame, ...) to keep coarse provenance"
+
+
+class _NoValue:
+    def __repr__(self) -> str:
+        return "<no value>"
+
+
+#: An argument left out (``replace(to_replace)`` with a dict, where ``None`` is a value).
+NO_VALUE: Any = _NoValue()
 
 
 def as_list(cols: Iterable[Any]) -> list[Any]:

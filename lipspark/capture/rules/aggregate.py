@@ -1,7 +1,8 @@
 """Aggregation rules: ``groupBy().agg()`` and ``distinct`` (Lipstick §3.2, δ and ⊗).
 
 Each group's output row derives from one δ node over the p-nodes of its members (the member
-rule makes a · node of a member with several factors); each supported aggregate (Count, Sum,
+rule makes a · node of a member with several factors; a keyless aggregate over no rows, whose
+one row SQL returns anyway, is annotated 1); each supported aggregate (Count, Sum,
 Min, Max, Avg) of the group is a v-node ``Σ mᵢ ⊗ vᵢ`` whose ⊗ children pair each member with
 its argument's value (or its argument's own v-node). ``collect_list`` keeps each member's p-node
 in the bag, so an ``explode`` later gets it back.
@@ -22,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark.capture.layout import Layout, check_visible
-from lipspark.vocabulary.columns import bag_col, factor, value_col
+from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
 from lipspark.capture.plan import AggregateItem, read_aggregate
 from lipspark.capture.rules._common import BLACK_BOX_HINT, normalized
 from lipspark.errors import UnsupportedOperation
@@ -57,8 +58,25 @@ class Aggregation:
 
 
 def distinct(frame: AnnotatedFrame) -> AnnotatedFrame:
-    """Duplicate elimination: each distinct tuple gets δ of the sum of its rows."""
-    return aggregate(frame, list(frame.columns), [], distinct=True)
+    """Duplicate elimination: each distinct tuple gets δ of the sum of its rows.
+
+    Columns with the same name (both sides' ``k`` after a join on a condition) are compared by
+    position, as plain Spark does: under unique names for the grouping, then renamed back."""
+    visible = frame.columns
+    if len(set(visible)) == len(visible):
+        return aggregate(frame, list(visible), [], distinct=True)
+    taken = set(visible)
+    unique = iter([_fresh(f"{c}_{i}", taken) for i, c in enumerate(visible)])
+    df = frame.with_annotations()
+    renamed = frame.derive(df.toDF(*[c if is_hidden(c) else next(unique) for c in df.columns]))
+    return distinct(renamed).toDF(*visible)
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
 
 
 def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], *, distinct: bool = False) -> AnnotatedFrame:
@@ -103,6 +121,11 @@ def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence
     aggs: list[tuple[int, Op, AggregateItem]] = []
     bags: list[int] = []
     for j, it in enumerate(items):
+        if it.opaque is not None:
+            raise UnsupportedOperation(
+                f"aggregate {it.sql_name}(...) whose argument calls {it.opaque} (column {it.name!r})",
+                f"compute the argument in a column first, df.withColumn('x', <the argument>), then aggregate "
+                f"that column: .agg(F.{it.sql_name}('x'))")
         if it.function in SPARK_AGGREGATES and not it.distinct and not it.filtered and it.n_args == 1:
             aggs.append((j, SPARK_AGGREGATES[it.function], it))
         elif it.function == "CollectList" and not it.distinct and not it.filtered:
@@ -119,7 +142,8 @@ def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence
 def _unsupported(it: AggregateItem) -> str:
     if it.function and it.function.startswith("Expression:"):
         return f"aggregate expression {it.name!r} (an expression over aggregate results)"
-    return f"aggregate {it.function}" + (" DISTINCT" if it.distinct else "") + (" with FILTER" if it.filtered else "")
+    return (f"aggregate {it.sql_name or it.function}" + (" DISTINCT" if it.distinct else "")
+            + (" with FILTER" if it.filtered else "") + f" (column {it.name!r})")
 
 
 def _group_id(seg: int, *, keyless: bool) -> Callable[[list[Column]], Column]:

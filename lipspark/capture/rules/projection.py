@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark.capture.layout import Layout, check_visible
-from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
+from lipspark.vocabulary.columns import PREFIX, bag_col, factor, is_hidden, value_col
 from lipspark.capture.plan import Projection, ProjectionItem, read_projection
-from lipspark.capture.rules._common import BLACK_BOX_HINT, as_list
+from lipspark.capture.rules._common import BLACK_BOX_HINT, NO_VALUE, as_list
 from lipspark.errors import AnnotationError, UnsupportedOperation
 from lipspark.vocabulary import Op, RowNodeSegment
 from lipspark.vocabulary.ids import node_hash_col
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "select", "check_no_hidden", "plain_projection", "reroute", "value_black_boxes", "generate",
     "with_column", "with_columns", "with_column_renamed", "with_columns_renamed", "to_df", "drop", "select_expr",
+    "fill_na", "replace_values",
 ]
 
 _BlackBoxItem = tuple[ProjectionItem, "KnownBlackBox"]
@@ -100,7 +101,11 @@ def _expand_star(frame: AnnotatedFrame, cols: list[Any], columns_too: bool = Fal
             out.append(c)
             continue
         if qualifier is None:
-            out.extend(frame.columns)
+            visible = frame.columns
+            if len(set(visible)) == len(visible):
+                out.extend(visible)
+            else:  # a name both sides of a condition join have: every column but the hidden ones, by position
+                out.append(frame.with_annotations().colRegex(f"`(?!{re.escape(PREFIX)}).*`"))
         else:  # the visible columns of one side of a join, as Spark resolves `t.*`
             names = frame.with_annotations().select(f"{qualifier}.*").columns
             out.extend(F.col(f"{qualifier}.`{n}`") for n in names if not is_hidden(n))
@@ -310,3 +315,42 @@ def drop(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
 def select_expr(frame: AnnotatedFrame, exprs: Sequence[Any]) -> AnnotatedFrame:
     """``selectExpr``: SQL expressions, analyzed like any select."""
     return select(frame, [F.expr(e) for e in as_list(exprs)])
+
+
+# ---------------------------------------------------------------------------- missing values
+def _subset(frame: AnnotatedFrame, subset: Any) -> list[str]:
+    """The data columns ``subset`` names (all of them by default: never the hidden ones)."""
+    names = [subset] if isinstance(subset, str) else list(subset) if subset else frame.columns
+    for n in names:
+        check_visible(n)
+    return list(dict.fromkeys(names))
+
+
+def _forget_values(frame: AnnotatedFrame, df: DataFrame, columns: Sequence[str]) -> AnnotatedFrame:
+    """``df`` (the frame with some columns recomputed) without the v-nodes of ``columns``."""
+    touched = {_named(frame, c) for c in columns} - {None}
+    gone = [v for v in frame.layout.values if v in touched]
+    return frame.derive(df.drop(*[value_col(v) for v in gone]), frame.layout.with_(values=[v for v in frame.layout.values if v not in gone]))
+
+
+def fill_na(frame: AnnotatedFrame, value: Any, subset: Any) -> AnnotatedFrame:
+    """``fillna``: a projection (each row keeps its annotation); a value filled in has no v-node
+    (the value node of a null aggregate result does not compute it), one that was there keeps its."""
+    df = frame.with_annotations()
+    names = list(value) if isinstance(value, dict) else _subset(frame, subset)
+    for n in names:
+        check_visible(n)
+    kept = [v for v in frame.layout.values if v in {_named(frame, c) for c in names}]
+    for v in kept:  # where the value was null the fill replaces it: no v-node there
+        df = df.withColumn(value_col(v), F.when(F.col(v).isNotNull(), F.col(value_col(v))))
+    out = df.fillna(value) if isinstance(value, dict) else df.fillna(value, names)
+    return frame.derive(out)
+
+
+def replace_values(frame: AnnotatedFrame, to_replace: Any, value: Any, subset: Any) -> AnnotatedFrame:
+    """``replace``: a projection (each row keeps its annotation) of the data columns only; the
+    replaced columns' values no longer have v-nodes."""
+    names = _subset(frame, subset)
+    df = frame.with_annotations()
+    out = df.replace(to_replace, subset=names) if value is NO_VALUE else df.replace(to_replace, value, names)
+    return _forget_values(frame, out, names)

@@ -17,7 +17,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["filter_rows", "order_by", "limit", "hint", "repartition", "coalesce", "alias"]
+__all__ = ["filter_rows", "drop_na", "order_by", "sort_within_partitions", "limit", "hint", "repartition", "coalesce",
+           "checkpoint", "alias"]
 
 
 def filter_rows(frame: AnnotatedFrame, condition: "Column | str") -> AnnotatedFrame:
@@ -36,9 +37,29 @@ def filter_rows(frame: AnnotatedFrame, condition: "Column | str") -> AnnotatedFr
     return frame.derive(out)
 
 
+def drop_na(frame: AnnotatedFrame, how: str, thresh: int | None, subset: Any) -> AnnotatedFrame:
+    """``dropna``: a selection over the data columns (by default all of them, never the hidden
+    annotation columns, whose nulls mean "no v-node here")."""
+    names = [subset] if isinstance(subset, str) else list(subset) if subset else list(dict.fromkeys(frame.columns))
+    return frame.derive(frame.with_annotations().dropna(how, thresh, names))
+
+
 def order_by(frame: AnnotatedFrame, cols: tuple[Any, ...], kwargs: dict[str, Any]) -> AnnotatedFrame:
     """Post-processing: order is not part of provenance."""
     return frame.derive(frame.with_annotations().orderBy(*cols, **kwargs))
+
+
+def sort_within_partitions(frame: AnnotatedFrame, cols: tuple[Any, ...], kwargs: dict[str, Any]) -> AnnotatedFrame:
+    """Post-processing: order is not part of provenance."""
+    return frame.derive(frame.with_annotations().sortWithinPartitions(*cols, **kwargs))
+
+
+def checkpoint(frame: AnnotatedFrame, eager: bool, *, local: bool, storage_level: Any = None) -> AnnotatedFrame:
+    """The frame computed and kept, annotations included (the same rows for output and graph)."""
+    df = frame.with_annotations()
+    if not local:
+        return frame.derive(df.checkpoint(eager))
+    return frame.derive(df.localCheckpoint(eager) if storage_level is None else df.localCheckpoint(eager, storage_level))
 
 
 def limit(frame: AnnotatedFrame, num: int) -> AnnotatedFrame:
