@@ -132,7 +132,8 @@ def _changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
         elif v["op"] in ("input", "state"):
             carried += 1
         else:
-            inside[v["label"] or v["op"]] = inside.get(v["label"] or v["op"], 0) + 1
+            what = f"{v['label'] or v['op']} {change}"
+            inside[what] = inside.get(what, 0) + 1
             inside_rows.append({"tuple": v["name"], "module": v["module"], "execution": v["execution"], "change": change})
     rows = [{**g, "change": "; ".join(g["change"])} for g in groups.values()]
     if not rows:  # no module outputs: the values inside are the answer
@@ -142,7 +143,9 @@ def _changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
     if carried:
         also.append(f"{carried} value(s) of inputs and state that carry them")
     if inside:
-        also.append("inside modules " + ", ".join(f"{k} ×{n}" for k, n in sorted(inside.items())))
+        kinds = sorted(inside.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{k}" + (f" (×{n})" if n > 1 else "") for k, n in kinds[:6])
+        also.append(f"inside modules: {shown}" + (f" and {len(kinds) - 6} other change(s)" if len(kinds) > 6 else ""))
     text = ("also changed: " + "; ".join(also) + " (--format json lists every changed value)") if also else ""
     return rows, text
 
@@ -202,6 +205,9 @@ class Result:
                 parts.append(table(groups, ["tuple", "module", "execution", "change"], limit=limit))
                 if also:
                     parts.append(also)
+                continue
+            if name == "surviving outputs" and not all_rows:  # counted in the summary; what changed is the news
+                parts.append(f"surviving outputs: {len(rows)} (--all lists them)")
                 continue
             parts.append(f"{name}:")
             parts.append(_text_table(rows, cols, ids, limit))
