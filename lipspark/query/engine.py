@@ -16,14 +16,13 @@ polynomial node 3
 node                polynomial
 ------------------  --------------------
 δ (distinct/group)  δ(Cars:C2 + Cars:C3)
->>> s.run('depends node 3 on tuple Cars(CarId = "C2")')[0].rows
-[{'node': 3, 'name': 'δ (distinct/group)', 'label': 'δ', 'depends': False}]
+>>> [(r["name"], r["depends"]) for r in s.run('depends node 3 on tuple Cars(CarId = "C2")')[0].rows]
+[('δ (distinct/group)', False)]
 """
 from __future__ import annotations
 
 import html
 import json
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
@@ -36,7 +35,7 @@ from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
 from lipspark.query.parser import parse
 from lipspark.query.selector import resolve
-from lipspark.query.text import ROW_LIMIT, node_name, printable, table, token_lines
+from lipspark.query.text import ROW_LIMIT, changed_by_tuple, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
 from lipspark.query.trace import subgraph_positions
 from lipspark.query.zoom import zoom_in, zoom_out
 from lipspark.vocabulary import Op
@@ -74,80 +73,6 @@ def node_rows(g: GraphIndex, positions: np.ndarray) -> list[dict[str, Any]]:
 
 #: the columns of a node list as text (``name`` is headed ``node``; ``id`` only when asked for)
 _NODE_COLS = ["name", "module", "execution", "value"]
-
-
-#: nodes that only combine others (listed after the tuples, invocations and values they combine)
-_OPERATOR_OPS = frozenset({"times", "plus", "delta", "tensor", "constant"})
-
-
-def _reading_order(row: dict[str, Any], first: set[int]) -> tuple[Any, ...]:
-    """Where a node goes in a table for people: what was asked for first; then by execution
-    (initial state first); within one, tuples, invocations and boundary nodes in the order the
-    workflow made them (their ids), then values inside modules, then the operators between them."""
-    op = row.get("op")
-    group = 2 if op in _OPERATOR_OPS else 1 if op in ("black_box", "count", "sum", "min", "max", "avg", "zoom") else 0
-    ex = row.get("execution")
-    return (row.get("id") not in first, -1 if ex is None else ex, group)
-
-
-def _where(row: dict[str, Any]) -> str:
-    """A node's name with its module and execution: ``output Bids1(…) in dealer1, execution 1``."""
-    at = [f"in {row['module']}" if row.get("module") else "", f"execution {row['execution']}" if row.get("execution") is not None else ""]
-    return row["name"] + (" " + ", ".join(a for a in at if a) if any(at) else "")
-
-
-def _text_id(row: dict[str, Any], ids: bool) -> str:
-    return f"[{row.get('id', row.get('node'))}] " if ids else ""
-
-
-def _text_table(rows: list[dict[str, Any]], columns: list[str], ids: bool, limit: int | None) -> str:
-    """``rows`` as text: a ``name`` column headed ``node``, the id first when ``ids``."""
-    shown = [{**r, "id": r.get("id", r.get("node")), "node": r.get("name", r.get("node"))} for r in rows]
-    cols = (["id"] if ids else []) + ["node" if c == "name" else c for c in columns]
-    return table(shown, cols, limit=limit)
-
-
-def _shown(v: Any) -> str:
-    """A value before or after a what-if: ``?`` when the graph cannot tell it."""
-    return "?" if v == "unknown" else "null" if v is None else str(v)
-
-
-def _changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
-    """A what-if's changed values for people: one row per output tuple (``Amount 19500.0 → ?``)
-    and a line counting the others — the same values carried into inputs and state, and values
-    inside modules (black boxes, aggregates), which ``--format json`` lists. A graph without
-    module outputs (one annotated computation) lists the values inside instead."""
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    inside: dict[str, int] = {}
-    inside_rows: list[dict[str, Any]] = []
-    carried = 0
-    for v in values:
-        change = f"{_shown(v['before'])} → {_shown(v['after'])}"
-        if v["op"] == "output" and v["column"]:
-            t = v["tuple"] or {}
-            key = (v["module"], v["execution"], v["relation"], json.dumps(t, sort_keys=True, default=str))
-            g = groups.setdefault(key, {"tuple": node_name({"op": "output", "relation": v["relation"], "tuple": t}),
-                                        "module": v["module"], "execution": v["execution"], "change": []})
-            g["change"].append(f"{v['column']} {change}")
-        elif v["op"] in ("input", "state"):
-            carried += 1
-        else:
-            what = f"{v['label'] or v['op']} {change}"
-            inside[what] = inside.get(what, 0) + 1
-            inside_rows.append({"tuple": v["name"], "module": v["module"], "execution": v["execution"], "change": change})
-    rows = [{**g, "change": "; ".join(g["change"])} for g in groups.values()]
-    if not rows:  # no module outputs: the values inside are the answer
-        rows, inside = inside_rows, {}
-    rows.sort(key=lambda g: (g["execution"] if g["execution"] is not None else -1, str(g["module"]), g["tuple"]))
-    also = []
-    if carried:
-        also.append(f"{carried} value(s) of inputs and state that carry them")
-    if inside:
-        kinds = sorted(inside.items(), key=lambda kv: (-kv[1], kv[0]))
-        shown = ", ".join(f"{k}" + (f" (×{n})" if n > 1 else "") for k, n in kinds[:6])
-        also.append(f"inside modules: {shown}" + (f" and {len(kinds) - 6} other change(s)" if len(kinds) > 6 else ""))
-    text = ("also changed: " + "; ".join(also) + " (--format json lists every changed value)") if also else ""
-    return rows, text
 
 
 @dataclass
@@ -190,14 +115,14 @@ class Result:
         if "_lineage" in self.extra:
             for row in self.rows:
                 tokens = row["value"] if isinstance(row["value"], list) else []
-                parts.append(f"{_text_id(row, ids)}{row['name']}: {len(tokens)} token(s)")
+                parts.append(f"{id_prefix(row, ids)}{row['name']}: {len(tokens)} token(s)")
                 parts += ["  " + line for line in token_lines([str(t) for t in tokens], self.extra["_lineage"], limit=limit)]
         elif self.columns:
             if self.extra.get("_of"):
-                parts.append("of " + "; ".join(_text_id(r, ids) + _where(r) for r in self.extra["_of"]))
+                parts.append("of " + "; ".join(id_prefix(r, ids) + located(r) for r in self.extra["_of"]))
             first = set(self.extra.get("_first", ()))
-            rows = sorted(self.rows, key=lambda r: _reading_order(r, first))
-            parts.append(_text_table(rows, self.columns, ids, limit))
+            rows = sorted(self.rows, key=lambda r: reading_order(r, first))
+            parts.append(node_table(rows, self.columns, ids, limit))
         for name, (rows, cols) in self.extra.get("_tables", {}).items():
             if name == "changed values" and "_changed" in self.extra and not ids:  # with ids: every value, as JSON has them
                 groups, also = self.extra["_changed"]
@@ -210,7 +135,7 @@ class Result:
                 parts.append(f"surviving outputs: {len(rows)} (--all lists them)")
                 continue
             parts.append(f"{name}:")
-            parts.append(_text_table(rows, cols, ids, limit))
+            parts.append(node_table(rows, cols, ids, limit))
         return "\n".join(parts)
 
     def __str__(self) -> str:
@@ -398,7 +323,7 @@ class Session:
                    "_tables": {"removed outputs": (node_rows(before, gone), out_cols),
                                "changed values": (values, ["name", "module", "execution", "before", "after"]),
                                "surviving outputs": (node_rows(before, survivors), out_cols)},
-                   "_changed": _changed_by_tuple(values)},
+                   "_changed": changed_by_tuple(values)},
         )
 
     # ------------------------------------------------------------------ reading statements

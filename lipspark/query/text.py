@@ -21,11 +21,13 @@ Cars:C2  dealer1
 """
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["node_name", "table", "printable", "cell", "token_lines", "TEXT_LIMIT", "ROW_LIMIT"]
+__all__ = ["node_name", "table", "printable", "cell", "token_lines", "reading_order", "located", "id_prefix", "node_table",
+           "shown_value", "changed_by_tuple", "TEXT_LIMIT", "ROW_LIMIT"]
 
 #: longest cell shown (longer ones are cut, saying how long they are)
 TEXT_LIMIT = 2000
@@ -127,3 +129,77 @@ def token_lines(tokens: Sequence[str], first: Sequence[str] = (), *, limit: int 
     if len(ordered) > len(shown):
         lines.append(f"… and {len(ordered) - len(shown)} more (--all shows every token, --format json lists all)")
     return lines
+
+
+#: nodes that only combine others (listed after the tuples, invocations and values they combine)
+_OPERATOR_OPS = frozenset({"times", "plus", "delta", "tensor", "constant"})
+
+
+def reading_order(row: dict[str, Any], first: set[int]) -> tuple[Any, ...]:
+    """Where a node goes in a table for people: what was asked for first; then by execution
+    (initial state first); within one, tuples, invocations and boundary nodes in the order the
+    workflow made them (their ids), then values inside modules, then the operators between them."""
+    op = row.get("op")
+    group = 2 if op in _OPERATOR_OPS else 1 if op in ("black_box", "count", "sum", "min", "max", "avg", "zoom") else 0
+    ex = row.get("execution")
+    return (row.get("id") not in first, -1 if ex is None else ex, group)
+
+
+def located(row: dict[str, Any]) -> str:
+    """A node's name with its module and execution: ``output Bids1(…) in dealer1, execution 1``."""
+    at = [f"in {row['module']}" if row.get("module") else "", f"execution {row['execution']}" if row.get("execution") is not None else ""]
+    return row["name"] + (" " + ", ".join(a for a in at if a) if any(at) else "")
+
+
+def id_prefix(row: dict[str, Any], ids: bool) -> str:
+    return f"[{row.get('id', row.get('node'))}] " if ids else ""
+
+
+def node_table(rows: list[dict[str, Any]], columns: list[str], ids: bool, limit: int | None) -> str:
+    """``rows`` as text: a ``name`` column headed ``node``, the id first when ``ids``."""
+    shown = [{**r, "id": r.get("id", r.get("node")), "node": r.get("name", r.get("node"))} for r in rows]
+    cols = (["id"] if ids else []) + ["node" if c == "name" else c for c in columns]
+    return table(shown, cols, limit=limit)
+
+
+def shown_value(v: Any) -> str:
+    """A value before or after a what-if: ``?`` when the graph cannot tell it."""
+    return "?" if v == "unknown" else "null" if v is None else str(v)
+
+
+def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """A what-if's changed values for people: one row per output tuple (``Amount 19500.0 → ?``)
+    and a line counting the others — the same values carried into inputs and state, and values
+    inside modules (black boxes, aggregates), which ``--format json`` lists. A graph without
+    module outputs (one annotated computation) lists the values inside instead."""
+    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
+    inside: dict[str, int] = {}
+    inside_rows: list[dict[str, Any]] = []
+    carried = 0
+    for v in values:
+        change = f"{shown_value(v['before'])} → {shown_value(v['after'])}"
+        if v["op"] == "output" and v["column"]:
+            t = v["tuple"] or {}
+            key = (v["module"], v["execution"], v["relation"], json.dumps(t, sort_keys=True, default=str))
+            g = groups.setdefault(key, {"tuple": node_name({"op": "output", "relation": v["relation"], "tuple": t}),
+                                        "module": v["module"], "execution": v["execution"], "change": []})
+            g["change"].append(f"{v['column']} {change}")
+        elif v["op"] in ("input", "state"):
+            carried += 1
+        else:
+            what = f"{v['label'] or v['op']} {change}"
+            inside[what] = inside.get(what, 0) + 1
+            inside_rows.append({"tuple": v["name"], "module": v["module"], "execution": v["execution"], "change": change})
+    rows = [{**g, "change": "; ".join(g["change"])} for g in groups.values()]
+    if not rows:  # no module outputs: the values inside are the answer
+        rows, inside = inside_rows, {}
+    rows.sort(key=lambda g: (g["execution"] if g["execution"] is not None else -1, str(g["module"]), g["tuple"]))
+    also = []
+    if carried:
+        also.append(f"{carried} value(s) of inputs and state that carry them")
+    if inside:
+        kinds = sorted(inside.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = ", ".join(f"{k}" + (f" (×{n})" if n > 1 else "") for k, n in kinds[:6])
+        also.append(f"inside modules: {shown}" + (f" and {len(kinds) - 6} other change(s)" if len(kinds) > 6 else ""))
+    text = ("also changed: " + "; ".join(also) + " (--format json lists every changed value)") if also else ""
+    return rows, text
