@@ -133,6 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=None, help="the workflow's random seed")
     r.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE", help="a workflow parameter")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--verbose", action="store_true", help="show Spark's own log lines (default: errors only)")
     r.add_argument("--capture", choices=("eager", "deferred"), default="eager",
                    help="eager (default): write the graph with each execution; deferred: run at the speed of provenance off "
                         "and make the graph when first queried, by replaying the executions")
@@ -140,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("graph", help="a workflow store run with --capture deferred")
     m.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
+    m.add_argument("--verbose", action="store_true", help="show Spark's own log lines (default: errors only)")
     ri = command("reindex", help="rebuild a store's query-ready index from its graph (queries rebuild a stale one themselves)",
                  description="Rebuild the query-ready index (index/) of a store or graph directory from its graph "
                              "(manifests and Parquet tables). The index is derived: queries check it and append or "
@@ -157,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("file", nargs="?", help="a query file (.lq), e.g. queries/bid_without_car.lq")
     src.add_argument("-e", "--expression", help="query text: statements separated by ; (examples below)")
     q.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
+    q.add_argument("--ids", action="store_true", help="tables show node ids too (JSON always has them)")
+    q.add_argument("--all", action="store_true", help="tables show every row (default: the first 50)")
     x = command("export", help="export a captured graph, or a query's final view or answer, as W3C PROV or GraphML",
                 description="Export a graph as W3C PROV (PROV-JSON, PROV-N) or GraphML. With a query, export the view "
                             "it leaves (after zoomout/delete), or only the nodes its last statement answers "
@@ -212,6 +216,7 @@ def _run(args: Any) -> int:
         params=params,
         progress=not args.quiet,
         capture=args.capture,
+        verbose=args.verbose,
     )
     print(summary)
     return 0
@@ -228,7 +233,7 @@ def _materialize(args: Any) -> int:
     t0 = time.perf_counter()
     deferred = store.capture == "deferred"
     if deferred:
-        materialize(store, spark=get_spark(args.master), progress=not args.quiet)
+        materialize(store, spark=get_spark(args.master, verbose=args.verbose), progress=not args.quiet)
     g = GraphIndex.load(args.graph)
     how = f"replayed with provenance in {time.perf_counter() - t0:.1f}s" if deferred else "eager capture: nothing to replay"
     print(f"{args.graph}: {len(store.executions)} executions, graph {len(g):,} nodes, {g.num_edges:,} edges ({how})")
@@ -303,7 +308,7 @@ def _query(args: Any) -> int:
         r = session.execute(stmt)
         results.append(r)
         if args.format == "table":
-            print(r.to_text(), end="\n\n", flush=True)
+            print(r.to_text(ids=args.ids, all_rows=args.all), end="\n\n", flush=True)
     if args.format == "json":
         print(json.dumps([r.to_dict() for r in results], indent=2, default=str))
     return 0

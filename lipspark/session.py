@@ -23,9 +23,15 @@ _T = TypeVar("_T")
 CONCURRENT_JOBS = 4
 
 
-def default_conf(shuffle_partitions: int = 4) -> dict[str, str]:
-    """Settings for a small, quiet embedded Spark (local[2], UI off, few shuffle partitions)."""
-    return {
+#: Spark's logging while lipspark starts it: errors only (``verbose`` keeps Spark's own profile)
+QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
+
+
+def default_conf(shuffle_partitions: int = 4, *, verbose: bool = False) -> dict[str, str]:
+    """Settings for a small, quiet embedded Spark (local[2], UI off, few shuffle partitions);
+    unless ``verbose``, the JVM logs errors only from its start (no start-up notes)."""
+    quiet = {} if verbose else {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"}
+    return {**quiet,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
@@ -44,6 +50,7 @@ def get_spark(
     app_name: str = "lipspark",
     shuffle_partitions: int = 4,
     conf: dict[str, str] | None = None,
+    verbose: bool = False,
 ) -> "SparkSession":
     """Return (creating if needed) the SparkSession lipspark uses.
 
@@ -57,6 +64,9 @@ def get_spark(
         ``spark.sql.shuffle.partitions``; small values suit one machine.
     conf
         Extra Spark settings, applied last.
+    verbose
+        Keep Spark's own logging (start-up notes and warnings); by default a session this call
+        starts logs errors only.
 
     A session that already exists (the user's own, say) is returned as it is: its log level is
     quieted to ``ERROR`` only when this call creates the session.
@@ -69,10 +79,10 @@ def get_spark(
     existed = SparkContext._active_spark_context is not None  # someone else's Spark: leave its settings alone
     builder = SparkSession.builder.master(master or os.environ.get("LIPSPARK_MASTER", "local[2]"))
     builder = builder.appName(app_name)
-    for key, value in {**default_conf(shuffle_partitions), **(conf or {})}.items():
+    for key, value in {**default_conf(shuffle_partitions, verbose=verbose), **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    if not existed:
+    if not existed and not verbose:
         spark.sparkContext.setLogLevel("ERROR")
     return spark
 

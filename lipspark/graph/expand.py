@@ -332,7 +332,7 @@ def _boundary_rows(s: BoundarySegment, root: str | None) -> tuple[pd.DataFrame, 
     if s.column is not None:
         cols += [value_col(s.column), s.column]
     data_cols: list[str] = []
-    if desc.files and s.role in ("i", "s", "o") and s.column is None:
+    if desc.files and (s.role in ("i", "s", "o") or s.column is not None):  # a value is shown with its tuple
         schema = pq.read_schema(local_path(desc.files[0].path, root))
         data_cols = [c for c in schema.names if not c.startswith(PREFIX)]
     df = _read_files(desc.files, [*cols, *[c for c in data_cols if c not in cols]], f"relation {s.relation!r}", root)
@@ -349,8 +349,9 @@ def _tag(nodes: pd.DataFrame, s: BoundarySegment, df: pd.DataFrame, data_cols: l
     return nodes
 
 
-def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray) -> Nodes:
-    """A value crossing the boundary: a v-node over the value's own node and the invocation."""
+def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str]) -> Nodes:
+    """A value crossing the boundary: a v-node over the value's own node and the invocation,
+    tagged with the tuple it is a value of."""
     assert s.column is not None
     stored = df[value_col(s.column)]
     keep = stored.notna().to_numpy()
@@ -361,7 +362,7 @@ def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray) -> N
         child = stored.fillna(0).to_numpy(dtype="int64")
     ids, child = ids[keep], child[keep]
     values = [_py(x) for x in df[s.column][keep].tolist()] if s.column in df.columns else None
-    nodes = _tag(_nodes(ids, "v", s.op, "·", s.seg, values), s, df, [], "o" if s.role == "vo" else s.role)
+    nodes = _tag(_nodes(ids, "v", s.op, "·", s.seg, values), s, df[keep], data_cols, "o" if s.role == "vo" else s.role)
     nodes["column"] = s.column
     inv = np.full(len(ids), s.invocation, dtype=np.int64)
     return nodes, concat_frames([_edges(child, ids), _edges(inv, ids)])
@@ -400,7 +401,7 @@ def _boundary(s: BoundarySegment, root: str | None) -> Nodes:
     df, data_cols = _boundary_rows(s, root)
     ids = positional(s.seg, df["__pos"].to_numpy(dtype="int64"))
     if s.column is not None:
-        return _boundary_values(s, df, ids)
+        return _boundary_values(s, df, ids, data_cols)
     if s.role in ("i", "s"):
         return _boundary_inputs(s, df, ids, data_cols)
     return _boundary_products(s, df, ids, data_cols)

@@ -421,9 +421,10 @@ class GraphIndex:
         ptr, dst = self._out_csr()
         found = [gather(ptr, dst, frontier).astype(np.int64, copy=False)]
         own = [np.repeat(np.arange(len(frontier), dtype=np.int64), ptr[frontier + 1] - ptr[frontier])] if owners else []
+        fmin, fmax = (int(frontier.min()), int(frontier.max())) if len(frontier) else (0, -1)
         for xsrc, xdst in self.cross:
-            if not len(xsrc) or not len(frontier):
-                continue
+            if not len(xsrc) or not len(frontier) or fmax < int(xsrc[0]) or fmin > int(xsrc[-1]):
+                continue  # no source in range: a frontier in recent blocks skips every older one at once
             lo, hi = np.searchsorted(xsrc, frontier, side="left"), np.searchsorted(xsrc, frontier, side="right")
             lens = hi - lo
             if not lens.any():

@@ -13,17 +13,16 @@ other statements read it. Every statement gives a :class:`Result` that renders a
 >>> s = Session(g)
 >>> print(s.run('polynomial node 3; evaluate counting node 3 given tuple Cars(CarId = "C2") = 0')[0].to_text())
 polynomial node 3
-node  label  polynomial
-----  -----  --------------------
-3     δ      δ(Cars:C2 + Cars:C3)
->>> s.run('depends node 3 on tuple Cars(CarId = "C2")')[0].rows
-[{'node': 3, 'label': 'δ', 'depends': False}]
+node                polynomial
+------------------  --------------------
+δ (distinct/group)  δ(Cars:C2 + Cars:C3)
+>>> [(r["name"], r["depends"]) for r in s.run('depends node 3 on tuple Cars(CarId = "C2")')[0].rows]
+[('δ (distinct/group)', False)]
 """
 from __future__ import annotations
 
 import html
 import json
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar
 
@@ -36,15 +35,12 @@ from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
 from lipspark.query.parser import parse
 from lipspark.query.selector import resolve
+from lipspark.query.text import ROW_LIMIT, changed_by_tuple, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
 from lipspark.query.trace import subgraph_positions
 from lipspark.query.zoom import zoom_in, zoom_out
 from lipspark.vocabulary import Op
 
 __all__ = ["Session", "Result", "node_rows"]
-
-_TEXT_LIMIT = 2000
-_ROW_LIMIT = 50
-
 
 def _plain(v: Any) -> Any:
     if v is UNKNOWN:
@@ -59,56 +55,24 @@ def _plain(v: Any) -> Any:
 
 
 def node_rows(g: GraphIndex, positions: np.ndarray) -> list[dict[str, Any]]:
-    """One dict per node: id, kind, type, label, module, execution, relation, tuple, value."""
+    """One dict per node: id, name (what it is, for people: :func:`~lipspark.query.text.node_name`),
+    kind, op, type, label, module, execution, relation, column, tuple, value."""
     pos = np.asarray(positions, dtype=np.int64)
-    cols = {c: g.column(c, pos).tolist() for c in ("id", "kind", "type", "label", "module", "execution", "relation", "tuple", "value")}
+    cols = {c: g.column(c, pos).tolist() for c in ("id", "kind", "op", "type", "label", "module", "execution", "relation", "column", "tuple", "value")}
     rows = []
     for i in range(len(pos)):
         t = cols["tuple"][i]
-        rows.append({"id": int(cols["id"][i]), "kind": cols["kind"][i], "type": cols["type"][i] or "", "label": cols["label"][i],
-                     "module": cols["module"][i], "execution": cols["execution"][i], "relation": cols["relation"][i],
-                     "tuple": json.loads(t) if isinstance(t, str) else None,
-                     "value": _plain(cols["value"][i]) if cols["kind"][i] == "v" else None})
+        row = {"id": int(cols["id"][i]), "name": "", "kind": cols["kind"][i], "op": Op(int(cols["op"][i])).name.lower(),
+               "type": cols["type"][i] or "", "label": cols["label"][i], "module": cols["module"][i], "execution": cols["execution"][i],
+               "relation": cols["relation"][i], "column": cols["column"][i], "tuple": json.loads(t) if isinstance(t, str) else None,
+               "value": _plain(cols["value"][i]) if cols["kind"][i] == "v" else None}
+        row["name"] = node_name(row)
+        rows.append(row)
     return rows
 
 
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-
-def _printable(s: str) -> str:
-    r"""``s`` with control and format characters (newlines, right-to-left overrides…) escaped,
-    so a value cannot break a table's lines or reorder what the terminal shows.
-
-    >>> _printable("a\nb\u202ec")
-    'a\\nb\\u202ec'
-    """
-    return "".join(_ESCAPES.get(ch, f"\\u{ord(ch):04x}") if unicodedata.category(ch) in ("Cc", "Cf") else ch for ch in s)
-
-
-def _cell(v: Any) -> str:
-    if v is None:
-        return ""
-    if isinstance(v, dict):
-        return _printable(", ".join(f"{k}={v2}" for k, v2 in v.items()))
-    s = _printable(str(v))
-    return s if len(s) <= _TEXT_LIMIT else s[:_TEXT_LIMIT] + f"… ({len(s)} characters; --format json shows all)"
-
-
-def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    if not rows:
-        return "(none)"
-    shown = rows[:_ROW_LIMIT]
-    cells = [[_cell(r.get(c)) for c in columns] for r in shown]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(x.ljust(w) for x, w in zip(row, widths)).rstrip() for row in cells]
-    if len(rows) > len(shown):
-        lines.append(f"… and {len(rows) - len(shown)} more (--format json lists all)")
-    return "\n".join(lines)
-
-
-_NODE_COLS = ["id", "kind", "type", "label", "module", "execution", "relation", "tuple", "value"]
+#: the columns of a node list as text (``name`` is headed ``node``; ``id`` only when asked for)
+_NODE_COLS = ["name", "module", "execution", "value"]
 
 
 @dataclass
@@ -137,20 +101,41 @@ class Result:
             if k == "_tables":
                 for name, (rows, _) in v.items():
                     d[name.replace(" ", "_")] = rows
-            else:
+            elif not k.startswith("_"):  # "_"-keys hold how the text groups what JSON lists
                 d[k] = v
         return d
 
-    def to_text(self) -> str:
-        """A readable table."""
-        parts = [self.statement]
+    def to_text(self, *, ids: bool = False, all_rows: bool = False) -> str:
+        """The answer for people: nodes named by what they are (``ids``: their numeric ids too),
+        requested nodes first, empty columns left out, at most 50 rows a table (``all_rows``: all)."""
+        limit = None if all_rows else ROW_LIMIT
+        parts = [printable(self.statement)]
         if self.summary:
             parts.append(self.summary)
-        if self.columns:
-            parts.append(_table(self.rows, self.columns))
+        if "_lineage" in self.extra:
+            for row in self.rows:
+                tokens = row["value"] if isinstance(row["value"], list) else []
+                parts.append(f"{id_prefix(row, ids)}{row['name']}: {len(tokens)} token(s)")
+                parts += ["  " + line for line in token_lines([str(t) for t in tokens], self.extra["_lineage"], limit=limit)]
+        elif self.columns:
+            if self.extra.get("_of"):
+                parts.append("of " + "; ".join(id_prefix(r, ids) + located(r) for r in self.extra["_of"]))
+            first = set(self.extra.get("_first", ()))
+            rows = sorted(self.rows, key=lambda r: reading_order(r, first))
+            parts.append(node_table(rows, self.columns, ids, limit))
         for name, (rows, cols) in self.extra.get("_tables", {}).items():
+            if name == "changed values" and "_changed" in self.extra and not ids:  # with ids: every value, as JSON has them
+                groups, also = self.extra["_changed"]
+                parts.append("changed values:")
+                parts.append(table(groups, ["tuple", "module", "execution", "change"], limit=limit))
+                if also:
+                    parts.append(also)
+                continue
+            if name == "surviving outputs" and not all_rows:  # counted in the summary; what changed is the news
+                parts.append(f"surviving outputs: {len(rows)} (--all lists them)")
+                continue
             parts.append(f"{name}:")
-            parts.append(_table(rows, cols))
+            parts.append(node_table(rows, cols, ids, limit))
         return "\n".join(parts)
 
     def __str__(self) -> str:
@@ -322,27 +307,33 @@ class Session:
         self._pending = lambda: r.view
         self._ops.append(("delete", tuple(int(i) for i in ids)))
         survivors, gone = r.surviving_output_positions, r.removed_output_positions
-        out_cols = ["id", "module", "execution", "relation", "tuple"]
+        out_cols = ["name", "module", "execution"]
         values = []
         at = before.lookup(np.array([c.node for c in r.values], dtype=np.int64))
-        for c, p in zip(r.values, at.tolist()):
-            a = before.attrs(p)
-            values.append({"node": c.node, "label": c.label, "module": a["module"], "execution": a["execution"],
-                           "relation": a["relation"], "column": a["column"], "before": _plain(c.before), "after": _plain(c.after)})
+        described = node_rows(before, at) if len(at) else []
+        for c, d in zip(r.values, described):
+            values.append({"node": c.node, "name": d["name"], "label": c.label, "op": d["op"], "module": d["module"], "execution": d["execution"],
+                           "relation": d["relation"], "column": d["column"], "tuple": d["tuple"], "before": _plain(c.before), "after": _plain(c.after)})
+        unknown = any(v["after"] == "unknown" for v in values)
         return Result(
             str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
-            summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed",
+            summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed"
+            + ("\n(? : a value the graph cannot recompute — it passes through a black box)" if unknown else ""),
             extra={"deleted": [int(i) for i in ids], "removed": [int(i) for i in r.removed_ids],
                    "_tables": {"removed outputs": (node_rows(before, gone), out_cols),
-                               "changed values": (values, ["node", "label", "module", "execution", "relation", "column", "before", "after"]),
-                               "surviving outputs": (node_rows(before, survivors), out_cols)}},
+                               "changed values": (values, ["name", "module", "execution", "before", "after"]),
+                               "surviving outputs": (node_rows(before, survivors), out_cols)},
+                   "_changed": changed_by_tuple(values)},
         )
 
     # ------------------------------------------------------------------ reading statements
     def _nodes(self, stmt: ast.Statement, positions: np.ndarray, kind: str, what: str, focus: np.ndarray | None = None) -> Result:
         rows = node_rows(self.view, self.view.by_id(positions))
         shown = positions if focus is None else np.union1d(positions, focus)
-        return Result(str(stmt), kind, rows=rows, summary=f"{len(rows)} {what}", columns=_NODE_COLS, graph=self.view, nodes=shown)
+        extra: dict[str, Any] = {}
+        if focus is not None:  # what the answer is about: named first
+            extra = {"_first": [int(i) for i in self.view.ids[focus]], "_of": node_rows(self.view, self.view.by_id(focus))[:ROW_LIMIT]}
+        return Result(str(stmt), kind, rows=rows, summary=f"{len(rows)} {what}", columns=_NODE_COLS, graph=self.view, nodes=shown, extra=extra)
 
     def _show(self, stmt: ast.Show) -> Result:
         return self._nodes(stmt, self._resolve(stmt.target), "nodes", "node(s)")
@@ -356,10 +347,11 @@ class Session:
         return self._nodes(stmt, self.view.descendants(seeds), "nodes", "descendant(s)", seeds)
 
     def _subgraph(self, stmt: ast.Subgraph) -> Result:
-        pos = subgraph_positions(self.view, [self._one(stmt.target, "subgraph")])
+        target = self._one(stmt.target, "subgraph")
+        pos = subgraph_positions(self.view, [target])
         es, ed = self.view.edges_among(pos)
         edges = [{"src": int(s), "dst": int(d)} for s, d in zip(self.view.ids[es].tolist(), self.view.ids[ed].tolist())]
-        r = self._nodes(stmt, pos, "subgraph", "node(s)")
+        r = self._nodes(stmt, pos, "subgraph", "node(s)", np.array([target], dtype=np.int64))
         r.summary += f", {len(edges)} edge(s)"
         r.extra["edges"] = edges
         return r
@@ -368,16 +360,19 @@ class Session:
         targets = self._resolve(stmt.target)
         on = np.unique(np.concatenate([self._resolve(s) for s in stmt.on]))
         removed = propagate(self.view, on)
-        rows = [{"node": int(self.view.ids[p]), "label": self.view.label(p), "depends": bool(removed[p])} for p in targets.tolist()]
+        rows = [{"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
+                 "depends": bool(removed[p])} for p, d in zip(targets.tolist(), node_rows(self.view, targets))]
         n = int(removed[targets].sum())
-        return Result(str(stmt), "depends", rows=rows, summary=f"{n} of {len(rows)} node(s) depend on it", columns=["node", "label", "depends"])
+        return Result(str(stmt), "depends", rows=rows, summary=f"{n} of {len(rows)} node(s) depend on it", columns=["name", "module", "execution", "depends"])
 
     def _polynomial(self, stmt: ast.Polynomial) -> Result:
         rows = []
-        for p in self._resolve(stmt.target).tolist():
+        targets = self._resolve(stmt.target)
+        for p, d in zip(targets.tolist(), node_rows(self.view, targets)):
             expr = polynomial(self.view, int(self.view.ids[p]))
-            rows.append({"node": int(self.view.ids[p]), "label": self.view.label(p), "polynomial": _expanded(expr) if stmt.expand else str(expr)})
-        return Result(str(stmt), "polynomial", rows=rows, columns=["node", "label", "polynomial"])
+            rows.append({"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
+                         "polynomial": _expanded(expr) if stmt.expand else str(expr)})
+        return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "polynomial"])
 
     def _evaluate(self, stmt: ast.Evaluate) -> Result:
         from lipspark.semiring import get_semiring, semiring_names
@@ -392,17 +387,21 @@ class Session:
             raise QueryError(f"{stmt} (line {stmt.pos.line}): unknown semiring {name!r}; expected one of {choices}") from err
         mapping, default = self._valuation(stmt, lambda v: _coerce(name, semiring, v, stmt))
         rows = []
-        for p in self._resolve(stmt.target).tolist():
+        targets = self._resolve(stmt.target)
+        for p, d in zip(targets.tolist(), node_rows(self.view, targets)):
             value = evaluate(self.view, int(self.view.ids[p]), semiring, mapping, default=default)
-            rows.append({"node": int(self.view.ids[p]), "label": self.view.label(p), "value": _plain(value)})
-        return Result(str(stmt), "evaluate", rows=rows, summary=f"in the {name} semiring", columns=["node", "label", "value"])
+            rows.append({"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
+                         "value": _plain(value)})
+        extra = {"_lineage": sorted(mapping)} if name.lower() == "lineage" else {}
+        return Result(str(stmt), "evaluate", rows=rows, summary=f"in the {name} semiring", columns=["name", "module", "execution", "value"], extra=extra)
 
     def _probability(self, stmt: ast.Evaluate) -> Result:
         from lipspark.semiring import probability
 
         mapping, default = self._valuation(stmt, lambda v: _coerce("probability", None, v, stmt))
         rows = []
-        for p in self._resolve(stmt.target).tolist():
+        targets = self._resolve(stmt.target)
+        for p, d in zip(targets.tolist(), node_rows(self.view, targets)):
             expr = polynomial(self.view, int(self.view.ids[p]))
             invocations = invocation_tokens(self.view, int(self.view.ids[p]))
 
@@ -419,10 +418,10 @@ class Session:
                 r = probability(expr, look, samples=stmt.samples or 100_000, seed=stmt.seed or 0)
             except SemiringError as err:
                 raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from err
-            rows.append({"node": int(self.view.ids[p]), "label": self.view.label(p), "value": r.value, "method": r.method,
-                         "samples": r.samples, "stderr": r.stderr})
+            rows.append({"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
+                         "value": r.value, "method": r.method, "samples": r.samples, "stderr": r.stderr})
         return Result(str(stmt), "evaluate", rows=rows, summary="probability (independent tokens)",
-                      columns=["node", "label", "value", "method", "samples", "stderr"])
+                      columns=["name", "module", "execution", "value", "method", "samples", "stderr"])
 
     def _valuation(self, stmt: ast.Evaluate, coerce: Any) -> tuple[dict[str, Any], Any]:
         mapping: dict[str, Any] = {}

@@ -17,6 +17,7 @@ from typing import Any
 from lipspark.errors import Interrupted, StoreError
 from lipspark.workflow.definition import WorkflowDefinition, load_definition
 from lipspark.workflow.execution import Executor, relation_frame
+from lipspark.workflow.report import InvocationReport, invocation_reports, module_table, why_empty
 from lipspark.store import Store
 
 __all__ = ["RunSummary", "run"]
@@ -38,17 +39,25 @@ class RunSummary:
     seconds: float
     execution_seconds: list[float] = field(default_factory=list)
     deferred: bool = False
+    #: the last execution run now, invocation by invocation (:mod:`lipspark.workflow.report`)
+    invocations: list[InvocationReport] = field(default_factory=list)
+    #: why each empty workflow output ("node.relation") is empty
+    empty: dict[str, str] = field(default_factory=dict)
 
     def __str__(self) -> str:
+        outputs = [f"{n}.{r}: {c} rows" + (f" ({self.empty[f'{n}.{r}']})" if f"{n}.{r}" in self.empty else "")
+                   for n, rels in self.outputs.items() for r, c in rels.items()]
         lines = [
             f"workflow     {self.workflow}",
             f"executions   {self.executions_run} run now, {self.executions_total} in the store" + (" (stopped: condition met)" if self.stopped_early else ""),
-            "outputs      " + ("; ".join(f"{n}.{r}: {c} rows" for n, rels in self.outputs.items() for r, c in rels.items()) or "none"),
+            "outputs      " + ("; ".join(outputs) or "none"),
             f"graph        {self.nodes:,} nodes, {self.edges:,} edges" if self.nodes is not None
             else f"graph        {f'deferred: make it with lipspark materialize {self.store}' if self.deferred else 'none (provenance off)'}",
             f"store        {self.store} ({self.bytes:,} bytes)",
             f"time         {self.seconds:.1f}s" + (f" ({sum(self.execution_seconds) / len(self.execution_seconds):.2f}s per execution)" if self.execution_seconds else ""),
         ]
+        if self.invocations:
+            lines += ["", f"execution {self.executions_total}, module by module:", module_table(self.invocations)]
         return "\n".join(lines)
 
 
@@ -80,6 +89,7 @@ def run(
     spark: Any = None,
     count_graph: bool = True,
     capture: str = "eager",
+    verbose: bool = False,
 ) -> RunSummary:
     """Run (or continue) a sequence of executions of a workflow definition.
 
@@ -105,6 +115,8 @@ def run(
         provenance off; its graph is made later, explicitly, by replaying the executions
         (:func:`lipspark.workflow.materialize`, ``lipspark materialize``; the definition file
         must stay where it is).
+    verbose
+        Keep Spark's own logging when this call starts Spark (default: errors only).
     """
     from lipspark.session import get_spark
 
@@ -121,7 +133,7 @@ def run(
     store, created = _open_store(definition, path, graph_dir, provenance, capture, p)
     interrupted, previous, own_spark = threading.Event(), None, spark is None
     try:
-        spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}")
+        spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}", verbose=verbose)
         previous = _on_interrupt(interrupted, spark, quiet=own_spark)
         executor = Executor(spark, workflow, store, provenance=provenance)
         try:
@@ -131,7 +143,7 @@ def run(
                 shutil.rmtree(graph_dir, ignore_errors=True)
             raise
         n_run = executions if executions is not None else int(p.get("numExec", 1))
-        times, stopped = _run_executions(spark, definition, executor, p, n_run, progress, interrupted)
+        times, stopped, seconds = _run_executions(spark, definition, executor, p, n_run, progress, interrupted)
     except BaseException as err:
         if not (interrupted.is_set() or isinstance(err, KeyboardInterrupt)):
             raise
@@ -146,9 +158,15 @@ def run(
     finally:
         store.unlock()
         _restore_interrupt(previous)
-    nodes, edges = _graph_size(store) if provenance and count_graph else (None, None)
-    return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, _output_counts(spark, store, workflow),
-                      nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times, deferred=store.capture == "deferred")
+    nodes, edges, per_node = _graph_size(store) if provenance and count_graph else (None, None, None)
+    counts, reports, empty = _output_counts(store, workflow), [], {}
+    if times and store.executions:  # what the last execution run now did
+        record = store.executions[-1]
+        reports = invocation_reports(store, workflow, record, seconds, per_node)
+        empty = {f"{n}.{r}": why_empty(store, workflow, record, n, r) for n, rels in counts.items() for r, c in rels.items() if c == 0}
+    return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, counts,
+                      nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times, deferred=store.capture == "deferred",
+                      invocations=reports, empty=empty)
 
 
 def _on_interrupt(flag: threading.Event, spark: Any, quiet: bool) -> Any:
@@ -233,9 +251,9 @@ def _check_continues(store: Store, definition: WorkflowDefinition, graph_dir: st
 
 
 def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Executor, params: dict[str, Any], n_run: int,
-                    progress: bool, interrupted: threading.Event | None = None) -> tuple[list[float], bool]:
+                    progress: bool, interrupted: threading.Event | None = None) -> tuple[list[float], bool, dict[str, float]]:
     """Run up to ``n_run`` executions (fewer if the definition's stop condition is met): the
-    time each took, and whether the run stopped early."""
+    time each took, whether the run stopped early, and the last one's time per invocation."""
     stop = threading.Event() if interrupted is None else interrupted
     bar = None
     if progress:
@@ -243,12 +261,22 @@ def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Execut
 
         bar = tqdm(total=n_run, desc=definition.name, unit="exec")
     times: list[float] = []
+    seconds: dict[str, float] = {}
+    mark = [0.0]
+
+    def invoked(node: str) -> None:  # an invocation ended: its time, then a safe point
+        now = time.perf_counter()
+        seconds[node], mark[0] = now - mark[0], now
+        _checkpoint(stop)
+
     try:
         for _ in range(n_run):
             e0 = time.perf_counter()
             _checkpoint(stop)
-            record = executor.execute(definition.inputs(spark, executor.store.next_execution, params),
-                                      on_invocation=lambda node: _checkpoint(stop))
+            inputs = definition.inputs(spark, executor.store.next_execution, params)
+            seconds.clear()
+            mark[0] = time.perf_counter()
+            record = executor.execute(inputs, on_invocation=invoked)
             times.append(time.perf_counter() - e0)
             if bar:
                 bar.update(1)
@@ -259,29 +287,37 @@ def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Execut
                     if executor.workflow.nodes[node].output
                 }
                 if definition.stop(out_rows, params):
-                    return times, True
+                    return times, True, seconds
     finally:
         if bar:
             bar.close()
-    return times, False
+    return times, False, seconds
 
 
-def _output_counts(spark: Any, store: Store, workflow: Any) -> dict[str, dict[str, int]]:
-    """Rows of each workflow output in the store's last execution."""
+def _output_counts(store: Store, workflow: Any) -> dict[str, dict[str, int]]:
+    """Rows of each workflow output in the store's last execution (from the files' footers)."""
+    from lipspark.workflow.report import relation_rows
+
     if not store.executions:
         return {}
     last = store.executions[-1]["outputs"]
-    return {node: {r: relation_frame(spark, store, d).count() for r, d in rels.items()}
-            for node, rels in last.items() if workflow.nodes[node].output}
+    return {node: {r: relation_rows(store, d) for r, d in rels.items()} for node, rels in last.items() if workflow.nodes[node].output}
 
 
-def _graph_size(store: Store) -> tuple[int | None, int | None]:
-    """Nodes and edges of the store's graph if it has one now: an eager store's. A deferred
-    store's graph is made only by an explicit :func:`~lipspark.workflow.materialize`, which
-    replays every execution; a summary does not pay for that."""
+def _graph_size(store: Store) -> tuple[int | None, int | None, dict[str, int] | None]:
+    """Nodes and edges of the store's graph if it has one now (an eager store's), and the nodes
+    each workflow node's invocation added in the last execution. A deferred store's graph is
+    made only by an explicit :func:`~lipspark.workflow.materialize`, which replays every
+    execution; a summary does not pay for that."""
     if store.capture != "eager":
-        return None, None
+        return None, None, None
+    from collections import Counter
+
+    import numpy as np
+
     from lipspark.graph.index import GraphIndex
 
     g = GraphIndex.load(store.root)
-    return len(g), g.num_edges
+    last = np.arange(int(g.blocks[-2]), int(g.blocks[-1]), dtype=np.int64)  # the last execution's block
+    per_node = Counter(str(n) for n in g.column("node", last).tolist() if n is not None)
+    return len(g), g.num_edges, dict(per_node)
