@@ -8,12 +8,15 @@ in compact form (Smoke-style id arrays rather than a row per node):
 ``base`` — ``tuples``
     one row per base tuple: its token id (column :data:`~lipspark.vocabulary.BASE_ID`) and its
     key (or all) values; absent when the tuples are read back from Parquet files.
-``group`` — ``members``
+``group`` — ``members`` (and ``values``)
     one row per *member* of a group-by, distinct, cogroup or relation-level black box: the group
     node id ``g``, the member's p-node id ``m``, its factors ``__lp_f0..`` when it has several
-    (then ``m`` is a · node over the non-zero ones), the distinct aggregate arguments ``x0..``
-    and the arguments' own v-nodes ``v0..``. Everything else is implied by the id layout of
-    :mod:`lipspark.vocabulary.ids`.
+    (then ``m`` is a · node over the non-zero ones), the distinct aggregate arguments ``x0..``,
+    the arguments' own v-nodes ``v0..`` (and ``w<j>_<n>``, the v-nodes an argument expression
+    reads) and per DISTINCT aggregate the δ id of the member's value ``d<j>``. Everything else
+    is implied by the id layout of :mod:`lipspark.vocabulary.ids`. ``values``: per group ``g``
+    the JSON value ``y<j>`` of each black-box aggregate (``stddev``, ``first``, an expression
+    over aggregates), which only Spark computed.
 ``rownode`` — ``nodes``
     one row per node created row by row (a value-level black box): its id, the ids of its
     children and its value.
@@ -132,7 +135,8 @@ class GraphBuilder:
                 jobs.append(_combined(path, name, parts, entries))
         run_concurrently(jobs)  # one job per table kind, at once: they share the module's cached frames
         os.makedirs(path, exist_ok=True)
-        manifest: dict[str, Any] = {"format": "lipspark-graph", "version": FORMAT_VERSION, "files": _table_files(path),
+        version = max([FORMAT_VERSION, *(s.version for s in self._segments)])  # 3 only where a 2 reader would misread
+        manifest: dict[str, Any] = {"format": "lipspark-graph", "version": version, "files": _table_files(path),
                                     "segments": [entries[s.seg] for s in self._segments]}
         with open(os.path.join(path, "manifest.json"), "w") as fh:
             fh.write(_manifest_text(manifest))

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import warnings
+from dataclasses import replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -54,7 +55,7 @@ from lipspark.store.manifest import local_path
 from lipspark.vocabulary.tokens import token_labels
 from lipspark.vocabulary.ids import aggregate_ids, file_position, member_ids, member_value_ids, positional, tensor_ids
 
-__all__ = ["concat_frames", "expand_segments", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
+__all__ = ["concat_frames", "expand_segments", "json_value", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
 
 
 def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -188,10 +189,13 @@ def _members(s: GroupSegment, table: pa.Table) -> pd.DataFrame:
     xcols = sorted(set(c for c in m.columns if re.fullmatch(r"x\d+", c)) | needed)
     for c in xcols:
         m[f"__null_{c}"] = table.column(c).is_null().to_numpy(zero_copy_only=False) if c in table.column_names else True
-    for c in [*fcols, *xcols]:  # a segment with no rows was written without its columns
+    # what version 3 added sorts last, so version-2 graphs keep their canonical order (and ids)
+    later = sorted({c for a in s.aggregates for c in (*a.reads, a.distinct) if c is not None})
+    own = sorted({a.vnode for a in s.aggregates if a.vnode is not None})
+    for c in [*fcols, *xcols, *later, *own]:  # a segment with no rows was written without its columns
         if c not in m.columns:
-            m[c] = pd.Series(pd.NA, index=m.index, dtype="object")
-    keys = ["g", "m", *fcols, *xcols, *[f"__null_{c}" for c in xcols]]
+            m[c] = pd.Series(pd.NA, index=m.index, dtype="Int64" if c in later or c in own else "object")
+    keys = ["g", "m", *fcols, *xcols, *[f"__null_{c}" for c in xcols], *later]
     return m.sort_values(keys, kind="stable", na_position="first").reset_index(drop=True)
 
 
@@ -219,22 +223,58 @@ def _member_products(s: GroupSegment, m: pd.DataFrame) -> Nodes:
 
 
 def _argument(m: pd.DataFrame, spec: AggregateSpec) -> tuple[list[Any], np.ndarray]:
-    """Each member's argument value (Python scalars, None for null) and which are not null."""
+    """Each member's argument value (Python scalars, None for null) and which take part: not
+    null, and for a DISTINCT aggregate with a δ id (null when any argument is null)."""
     if spec.arg is None:  # count(*), count(lit): every member takes part with 1
-        return [1] * len(m), np.ones(len(m), dtype=bool)
-    col = f"x{spec.arg}"
-    null = m[f"__null_{col}"].to_numpy(dtype=bool)
-    raw = m[col].astype(object).tolist()
-    return [None if n else _py(v) for v, n in zip(raw, null)], ~null
+        values: list[Any] = [1] * len(m)
+        present = np.ones(len(m), dtype=bool)
+    else:
+        col = f"x{spec.arg}"
+        null = m[f"__null_{col}"].to_numpy(dtype=bool)
+        raw = m[col].astype(object).tolist()
+        values, present = [None if n else _py(v) for v, n in zip(raw, null)], ~null
+    if spec.distinct is not None:
+        present = present & m[spec.distinct].notna().to_numpy()
+    return values, present
+
+
+def _read_ids(m: pd.DataFrame, spec: AggregateSpec, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges (v-node → row index) from the v-nodes an argument reads (``vnode`` and ``reads``)
+    of the members at ``rows``, skipping nulls (a member whose value has no v-node)."""
+    src, dst = [], []
+    for c in [c for c in (spec.vnode, *spec.reads) if c is not None and c in m.columns]:
+        ids = m[c].to_numpy(dtype="int64", na_value=0)[rows]
+        keep = m[c].notna().to_numpy()[rows]
+        src.append(ids[keep])
+        dst.append(np.flatnonzero(keep))
+    if not src:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(src), np.concatenate(dst).astype(np.int64)
+
+
+def _value_nodes(s: GroupSegment, spec: AggregateSpec, ids: np.ndarray, values: list[Any]) -> pd.DataFrame:
+    """New member value nodes: constants, or for an argument expression that reads v-nodes a
+    black box labelled with the expression (its value is no constant: a what-if that changes
+    what it reads makes it unknown)."""
+    if spec.reads:
+        return _nodes(ids, "v", Op.BLACK_BOX, spec.argument or "value", s.seg, values)
+    return _nodes(ids, "v", Op.CONSTANT, [_fmt(x) for x in values], s.seg, values)
+
+
+def _per_group(groups: np.ndarray, owner: np.ndarray, values: list[Any], op: Op) -> list[Any]:
+    """The aggregate ``op`` of each group's values (``owner``: the group of each value, sorted)."""
+    lo, hi = np.searchsorted(owner, groups, side="left"), np.searchsorted(owner, groups, side="right")
+    return [aggregate(op, values[a:b]) for a, b in zip(lo.tolist(), hi.tolist())]
 
 
 def _aggregate_nodes(s: GroupSegment, j: int, spec: AggregateSpec, m: pd.DataFrame, groups: np.ndarray) -> Nodes:
     """The j-th aggregate: per group a v-node of the aggregate's op over its members, a ⊗ per
-    member with a non-null argument, paired with the argument's own v-node or a constant."""
+    member with a non-null argument, paired with the argument's own v-node or a value node."""
+    if spec.distinct is not None:
+        return _distinct_nodes(s, j, spec, m, groups)
     values, present = _argument(m, spec)
     g = m["g"].to_numpy(dtype="int64")
-    bounds = np.searchsorted(g, groups, side="left"), np.searchsorted(g, groups, side="right")  # m is sorted by g
-    results = [aggregate(spec.op, values[lo:hi]) for lo, hi in zip(*bounds)]
+    results = _per_group(groups, g, values, spec.op)
     agg = aggregate_ids(groups, j)
     rows = np.flatnonzero(present).astype("int64")
     slots = rows * len(s.aggregates) + j
@@ -251,18 +291,109 @@ def _aggregate_nodes(s: GroupSegment, j: int, spec: AggregateSpec, m: pd.DataFra
     node_parts = [
         _nodes(agg, "v", spec.op, spec.op.label, s.seg, results),
         _nodes(tensors, "v", Op.TENSOR, "⊗", s.seg),
-        _nodes(value_ids[fresh], "v", Op.CONSTANT, [_fmt(x) for x in fresh_vals], s.seg, fresh_vals),
+        _value_nodes(s, spec, value_ids[fresh], fresh_vals),
     ]
     edge_parts = []
     if has_own.any():  # the value is a v-node of its own (an aggregate, a black box's result)
         own_ids = m[vcol].to_numpy(dtype="int64", na_value=0)[rows][has_own]
         edge_parts.append(_edges(own_ids, tensors[has_own]))
+    if spec.reads:  # what the argument expression reads -> its value node
+        fresh_rows = rows[fresh]
+        src, at = _read_ids(m, replace(spec, vnode=None), fresh_rows)
+        edge_parts.append(_edges(src, value_ids[fresh][at]))
     edge_parts += [
         _edges(m["m"].to_numpy(dtype="int64")[rows], tensors),
         _edges(value_ids[fresh], tensors[fresh]),
         _edges(tensors, aggregate_ids(g[rows], j)),
     ]
     return concat_frames(node_parts), concat_frames(edge_parts)
+
+
+def _distinct_nodes(s: GroupSegment, j: int, spec: AggregateSpec, m: pd.DataFrame, groups: np.ndarray) -> Nodes:
+    """A DISTINCT aggregate ``Σ_v δ(Σ members with value v) ⊗ v``: per group and distinct
+    value a δ p-node (id from the members table, an edge from each member with that value), a ⊗
+    pairing it with the value (1 for a Count) and an edge to the aggregate. The ⊗ and value
+    ids are those of the value's first member's slot. Deleting every member with a value
+    removes its δ and so its ⊗; deleting some of them changes nothing."""
+    assert spec.distinct is not None
+    values, present = _argument(m, spec)
+    rows = np.flatnonzero(present).astype("int64")
+    d = m[spec.distinct].to_numpy(dtype="int64", na_value=0)[rows]
+    deltas, first, run = np.unique(d, return_index=True, return_inverse=True)
+    order = np.argsort(rows[first], kind="stable")  # runs in canonical member order
+    deltas, first = deltas[order], first[order]
+    run = np.argsort(order)[run]
+    firsts = rows[first]
+    g = m["g"].to_numpy(dtype="int64")
+    slots = firsts * len(s.aggregates) + j
+    tensors, value_ids = tensor_ids(s.seg, slots), member_value_ids(s.seg, slots)
+    run_vals = [1 if spec.op is Op.COUNT else values[r] for r in firsts.tolist()]
+    by_group = np.argsort(g[firsts], kind="stable")
+    results = _per_group(groups, g[firsts][by_group], [run_vals[i] for i in by_group.tolist()], spec.op)
+    if spec.vnode is not None or spec.reads:  # the values are themselves v-nodes: a black box over them
+        values_part = _nodes(value_ids, "v", Op.BLACK_BOX, spec.argument or "value", s.seg, run_vals)
+        src, at = _read_ids(m, spec, rows)
+        read_edges = _edges(src, value_ids[run[at]])
+    else:
+        values_part, read_edges = _value_nodes(s, spec, value_ids, run_vals), _edges([], [])
+    nodes = concat_frames([
+        _nodes(aggregate_ids(groups, j), "v", spec.op, spec.op.label, s.seg, results),
+        _nodes(deltas, "p", Op.DELTA, Op.DELTA.label, s.seg),
+        _nodes(tensors, "v", Op.TENSOR, "⊗", s.seg),
+        values_part,
+    ])
+    edges = concat_frames([
+        _edges(m["m"].to_numpy(dtype="int64")[rows], d),  # member -> the δ of its value
+        _edges(deltas, tensors),
+        _edges(value_ids, tensors),
+        _edges(tensors, aggregate_ids(g[firsts], j)),
+        read_edges,
+    ])
+    return nodes, edges
+
+
+def _black_box_nodes(s: GroupSegment, j: int, spec: AggregateSpec, m: pd.DataFrame, groups: np.ndarray,
+                     values: Mapping[int, Mapping[str, Any]]) -> Nodes:
+    """A black-box aggregate (no ⊗ form): per group a v-node labelled with the function, valued
+    as Spark computed it, with an edge from every member and every v-node its argument reads;
+    for an expression over aggregates, from the group's node and those aggregates' v-nodes."""
+    assert spec.label is not None and spec.value is not None
+    ids = aggregate_ids(groups, j)
+    recorded = [values.get(int(gid), {}).get(spec.value) for gid in groups.tolist()]
+    nodes = _nodes(ids, "v", Op.BLACK_BOX, spec.label, s.seg, recorded)
+    if spec.inputs:
+        kids = [groups, *(aggregate_ids(groups, i) for i in spec.inputs)]
+        return nodes, concat_frames([_edges(k, ids) for k in kids])
+    g = m["g"].to_numpy(dtype="int64")
+    rows = np.arange(len(m), dtype=np.int64)
+    src, at = _read_ids(m, spec, rows)
+    return nodes, concat_frames([_edges(m["m"].to_numpy(dtype="int64"), aggregate_ids(g, j)),
+                                 _edges(src, aggregate_ids(g[at], j))])
+
+
+def json_value(text: Any) -> Any:
+    """A value stored as JSON by capture: ``{"v": value}`` (Spark's ``to_json`` leaves a null
+    out: ``{}``), or for a floating-point value ``{"d": "<Spark's text of it>"}``, which keeps
+    NaN and the infinities numbers (JSON has no spelling for them).
+
+    >>> json_value('{"v": [1, 2]}'), json_value('{}'), json_value('{"d": "NaN"}'), json_value(None)
+    ([1, 2], None, nan, None)
+    """
+    if text is None:
+        return None
+    obj = json.loads(text)
+    if obj.get("d") is not None:
+        return float(obj["d"])
+    return obj.get("v")
+
+
+def _values(table: pa.Table | None) -> dict[int, dict[str, Any]]:
+    """The ``values`` table of a group segment: per group id, each black-box aggregate's value."""
+    if table is None or not table.num_rows:
+        return {}
+    cols = [c for c in table.column_names if c != "g"]
+    data = {c: table.column(c).to_pylist() for c in cols}
+    return {int(gid): {c: json_value(data[c][i]) for c in cols} for i, gid in enumerate(table.column("g").to_pylist())}
 
 
 def _group(s: GroupSegment, tables: Tables) -> Nodes:
@@ -277,7 +408,14 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
     else:
         node_parts = [_nodes(groups, "p", s.op, s.label, s.seg)]
         edge_parts = [_edges(m["m"].to_numpy(dtype="int64"), m["g"].to_numpy(dtype="int64"))]  # member -> group, one per row
-    for n, e in [_member_products(s, m), *(_aggregate_nodes(s, j, spec, m, groups) for j, spec in enumerate(s.aggregates))]:
+    values = _values(tables.get("values"))
+    parts = [_member_products(s, m)]
+    for j, spec in enumerate(s.aggregates):
+        if spec.black_box:
+            parts.append(_black_box_nodes(s, j, spec, m, groups, values))
+        else:
+            parts.append(_aggregate_nodes(s, j, spec, m, groups))
+    for n, e in parts:
         node_parts.append(n)
         edge_parts.append(e)
     return concat_frames(node_parts), concat_frames(edge_parts)
@@ -289,8 +427,7 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
 def _rownode(s: RowNodeSegment, tables: Tables) -> Nodes:
     """Value-level black-box v-nodes, one per distinct id, with their children's edges."""
     df = tables["nodes"].to_pandas().drop_duplicates("id").sort_values("id", kind="stable")
-    # the value as JSON {"v": ...}; Spark's to_json leaves a null field out: {} is a null result
-    values = [json.loads(v).get("v") if v is not None else None for v in df["value"]]
+    values = [json_value(v) for v in df["value"]]  # {"v": ...}; Spark's to_json leaves a null out: {}
     nodes = _nodes(df["id"].to_numpy(), "v", s.op, s.label, s.seg, values)
     src, dst = [], []
     for nid, kids in zip(df["id"].tolist(), df["children"]):

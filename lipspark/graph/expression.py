@@ -15,7 +15,8 @@ per node, so shared sub-graphs stay shared sub-expressions (a DAG); expand it on
   TENSOR children, each pairing a member's p-node with a value node's recorded value;
 * a CONSTANT v-node is its value; an INPUT/STATE/OUTPUT v-node passes the expression of the
   value it carries across the boundary through; a BLACK_BOX v-node (a value-level UDF) is a black
-  box of the p-nodes it depends on.
+  box of the p-nodes it depends on (a black-box aggregate, ``stddev(R:1, R:2)``: of the group's
+  members; an expression over aggregates: of the group's δ).
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
@@ -122,7 +123,8 @@ def _v_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, kids: list[int], 
     if op == int(Op.BLACK_BOX):
         if not kids:
             return shown.value[pos]
-        return black_box(str(shown.label[pos]), *[memo[c] for c in kids if not g.is_v[c]])
+        # its p-children are a bag (a row and its bags' members, a group's members): canonical order
+        return black_box(str(shown.label[pos]), *sorted([memo[c] for c in kids if not g.is_v[c]], key=str))
     raise StoreError(f"v-node {int(g.ids[pos])} has operator {Op(op).name.lower()}, which only p-nodes have; the graph is corrupt")
 
 

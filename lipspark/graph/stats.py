@@ -25,7 +25,7 @@ from lipspark.vocabulary.columns import factor
 from lipspark.errors import StoreError
 from lipspark.graph.expand import TOKEN_ID, local_path
 from lipspark.store.manifest import TableReader, read_manifest
-from lipspark.vocabulary import BaseSegment, GroupSegment, Op, RowNodeSegment, Segment
+from lipspark.vocabulary import AggregateSpec, BaseSegment, GroupSegment, Op, RowNodeSegment, Segment
 
 __all__ = ["GraphStats", "graph_stats", "directory_bytes"]
 
@@ -72,16 +72,49 @@ def _base(s: BaseSegment, path: str, reader: TableReader, tables: dict[str, Any]
     return (0 if t is None else len(pc.unique(t[TOKEN_ID]))), 0
 
 
+def _not_null(t: pa.Table, column: str) -> np.ndarray:
+    return ~t[column].is_null().to_numpy(zero_copy_only=False)
+
+
+def _read_edges(t: pa.Table, a: AggregateSpec, rows: np.ndarray) -> int:
+    """Edges from the v-nodes an argument reads (``vnode`` and ``reads``) of the members ``rows``."""
+    return sum(int((rows & _not_null(t, c)).sum()) for c in (a.vnode, *a.reads) if c is not None and c in t.column_names)
+
+
+def _aggregate(t: pa.Table, a: AggregateSpec, groups: int) -> tuple[int, int]:
+    """The nodes and edges of one aggregate of a group segment with members ``t`` (see
+    :func:`lipspark.graph.expand._group`)."""
+    if a.black_box:
+        if a.inputs:  # an expression over aggregates: from the group's node and those aggregates
+            return groups, groups * (1 + len(a.inputs))
+        return groups, t.num_rows + _read_edges(t, a, np.ones(t.num_rows, dtype=bool))  # from every member
+    present = np.ones(t.num_rows, dtype=bool) if a.arg is None else _not_null(t, f"x{a.arg}")
+    if a.distinct is not None:
+        present &= _not_null(t, a.distinct)
+        runs = len(np.unique(t[a.distinct].to_numpy(zero_copy_only=False)[present]))
+        reads = _read_edges(t, a, present) if a.vnode is not None or a.reads else 0
+        # values, δ per value, ⊗ and value per value; member -> δ, δ/value -> ⊗, ⊗ -> aggregate
+        return groups + 3 * runs, int(present.sum()) + 3 * runs + reads
+    n_present = int(present.sum())
+    has_own = 0
+    if a.vnode is not None and a.op is not Op.COUNT and a.vnode in t.column_names:
+        has_own = int((present & _not_null(t, a.vnode)).sum())
+    reads = sum(int((present & _not_null(t, c)).sum()) for c in a.reads if c in t.column_names)
+    # values, ⊗, value nodes (not for own v-nodes); member -> ⊗, value -> ⊗, ⊗ -> aggregate
+    return groups + n_present + (n_present - has_own), 3 * n_present + reads
+
+
 def _group(s: GroupSegment, reader: TableReader, tables: dict[str, Any]) -> tuple[int, int]:
-    """Group nodes, · member nodes, and per aggregate its v-nodes, ⊗ nodes and constants."""
+    """Group nodes, · member nodes, and per aggregate its v-nodes, ⊗ nodes and values."""
     fcols = [factor(i) for i in range(s.k)] if s.k > 1 else []
-    xcols = sorted({f"x{a.arg}" for a in s.aggregates if a.arg is not None})
-    own = sorted({a.vnode for a in s.aggregates if a.vnode is not None and a.op is not Op.COUNT})
     members = reader.read(s.seg, tables["members"])
     if members is None:  # no rows: only a keyless aggregate's group and its values
-        return (1 + len(s.aggregates), 0) if s.group is not None else (0, 0)
-    own = [c for c in own if c in members.column_names]
-    t = members.select(["g", "m", *fcols, *xcols, *own])
+        if s.group is None:
+            return 0, 0
+        return 1 + len(s.aggregates), sum(1 + len(a.inputs) for a in s.aggregates if a.inputs)
+    needed = {"g", "m", *fcols, *(f"x{a.arg}" for a in s.aggregates if a.arg is not None)}
+    needed |= {c for a in s.aggregates for c in (a.vnode, a.distinct, *a.reads) if c is not None}
+    t = members.select([c for c in members.column_names if c in needed])
     g = t["g"].to_numpy()
     groups = len(np.union1d(g, [s.group]) if s.group is not None else np.unique(g))
     nodes, edges = groups, t.num_rows  # a member -> group edge per row
@@ -94,13 +127,9 @@ def _group(s: GroupSegment, reader: TableReader, tables: dict[str, Any]) -> tupl
             nodes += len(first)
             edges += int(nz[multi][first].sum())
     for a in s.aggregates:
-        present = np.ones(t.num_rows, dtype=bool) if a.arg is None else ~t[f"x{a.arg}"].is_null().to_numpy(zero_copy_only=False)
-        n_present = int(present.sum())
-        has_own = 0
-        if a.vnode in own:
-            has_own = int((present & ~t[a.vnode].is_null().to_numpy(zero_copy_only=False)).sum())
-        nodes += groups + n_present + (n_present - has_own)  # values, ⊗, constants (not for own v-nodes)
-        edges += 3 * n_present  # member -> ⊗, value -> ⊗, ⊗ -> aggregate
+        n, e = _aggregate(t, a, groups)
+        nodes += n
+        edges += e
     return nodes, edges
 
 

@@ -58,7 +58,7 @@ def read_manifest(path: str) -> dict[str, Any]:
         raise StoreError(f"{mpath} is not a lipspark graph manifest")
     if manifest.get("version") not in READABLE_VERSIONS:
         raise StoreError(f"the graph at {path} has format version {manifest.get('version')}; this lipspark reads "
-                         f"{' and '.join(map(str, READABLE_VERSIONS))}")
+                         f"{', '.join(map(str, READABLE_VERSIONS[:-1]))} and {READABLE_VERSIONS[-1]}")
     return manifest
 
 

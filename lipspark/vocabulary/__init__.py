@@ -14,6 +14,7 @@ from lipspark.vocabulary.ops import AGGREGATE_OPS, BOUNDARY_OPS, Op
 from lipspark.vocabulary.segments import (
     BASE_ID,
     BOUNDARY_ROLES,
+    AGGREGATES_VERSION,
     FORMAT_VERSION,
     AggregateSpec,
     BaseSegment,
@@ -30,6 +31,6 @@ from lipspark.vocabulary.segments import (
 
 __all__ = [
     "Op", "AGGREGATE_OPS", "BOUNDARY_OPS", "aggregate", "aggregate_op", "is_null", "SPARK_AGGREGATES",
-    "FORMAT_VERSION", "BOUNDARY_ROLES", "BASE_ID", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
+    "FORMAT_VERSION", "AGGREGATES_VERSION", "BOUNDARY_ROLES", "BASE_ID", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
 ]

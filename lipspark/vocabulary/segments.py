@@ -38,18 +38,23 @@ from lipspark.errors import StoreError
 from lipspark.vocabulary.ops import Op
 
 __all__ = [
-    "FORMAT_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
+    "FORMAT_VERSION", "AGGREGATES_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
     "BOUNDARY_ROLES", "BASE_ID",
 ]
 
-#: Version of the graph layout (manifest ``version``) that capture writes. Version 2 stores the
-#: tables of one kind of all segments in one file with a segment column; version 1 had a
-#: directory per segment, and a version-1 reader would take a version-2 file for one segment's
-#: rows, hence the new number.
+#: Version of the graph layout (manifest ``version``) that capture writes for a graph using
+#: nothing newer. Version 2 stores the tables of one kind of all segments in one file with a
+#: segment column; version 1 had a directory per segment, and a version-1 reader would take a
+#: version-2 file for one segment's rows, hence the new number.
 FORMAT_VERSION = 2
+#: Version of a graph with a group segment using what version 2 lacks (:attr:`Segment.version`):
+#: DISTINCT aggregates, aggregates over expressions reading v-nodes, black-box aggregates and
+#: expressions over aggregates, and the group ``values`` table. A version-2 reader would read
+#: such a segment as ordinary aggregates, silently wrong, so capture writes 3 exactly then.
+AGGREGATES_VERSION = 3
 #: The versions readers accept (version 1 graphs are read in their own layout); others are refused.
-READABLE_VERSIONS = (1, 2)
+READABLE_VERSIONS = (1, 2, 3)
 #: Column of a combined table (version 2) holding the segment number of each row.
 SEG_COLUMN = "seg"
 #: A boundary segment's role: module input, state read, output, state written (the · node
@@ -217,27 +222,68 @@ class Context:
 
 @dataclass(frozen=True)
 class AggregateSpec:
-    """One aggregate of a group segment: its operator, the index of its argument column
-    ``x<arg>`` in the members table (``None``: a constant argument, ``count(*)``), the output
-    column, and the members-table column holding the argument's own v-node, if it has one."""
+    """One aggregate v-node per group of a group segment, and what it is computed from.
+
+    A *semimodule* aggregate (``op`` Count, Sum, Min, Max or Avg) is ``Σ pᵢ ⊗ vᵢ``: ``arg`` is
+    the index of its argument column ``x<arg>`` in the members table (``None``: a constant
+    argument, ``count(*)``, or a ``count(DISTINCT …)``), ``vnode`` the members-table column
+    holding the argument's own v-node when the argument is a bare column that has one, and
+    ``reads`` the members-table columns holding the v-nodes an argument *expression* reads
+    (``sum(n * 2)`` over an aggregated ``n``): each member's value node is then a black box
+    labelled ``argument`` over them, so a what-if that changes them says unknown. With
+    ``distinct`` (the members-table column of each member's δ id for its distinct value, null
+    when the value is null) the ⊗ pairs are one per distinct value, ``δ(Σ its members) ⊗ v``.
+
+    A *black-box* aggregate (``op`` BLACK_BOX: ``first``, ``stddev``, an expression over
+    aggregates…) has no ⊗ form: its v-node is labelled ``label``, its value is column ``value``
+    of the segment's ``values`` table, and its children are every member (and the v-nodes in
+    ``vnode``/``reads``) or, for an expression over aggregates, the group's node and the
+    aggregates listed in ``inputs`` (indices into the segment's aggregates).
+
+    >>> AggregateSpec.from_json(AggregateSpec(Op.BLACK_BOX, None, "sd", label="stddev", value="y0").to_json()).label
+    'stddev'
+    """
 
     op: Op
     arg: int | None
     column: str
     vnode: str | None = None
+    reads: tuple[str, ...] = ()
+    argument: str | None = None
+    distinct: str | None = None
+    label: str | None = None
+    value: str | None = None
+    inputs: tuple[int, ...] = ()
+
+    @property
+    def black_box(self) -> bool:
+        """Whether the aggregate is a black box (no ⊗ form)."""
+        return self.op is Op.BLACK_BOX
+
+    @property
+    def version(self) -> int:
+        """The graph format version a segment with this aggregate needs."""
+        if self.black_box or self.reads or self.distinct is not None or self.inputs:
+            return AGGREGATES_VERSION
+        return FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"op": self.op.label, "arg": self.arg, "column": self.column}
-        if self.vnode is not None:
-            out["vnode"] = self.vnode
+        out: dict[str, Any] = {"op": "black_box" if self.black_box else self.op.label, "arg": self.arg, "column": self.column}
+        optional = {"vnode": self.vnode, "reads": list(self.reads), "argument": self.argument, "distinct": self.distinct,
+                    "label": self.label, "value": self.value, "inputs": list(self.inputs)}
+        out.update({k: v for k, v in optional.items() if v})
         return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "AggregateSpec":
         op = Op.parse(str(_require(d, "op", "an aggregate")))
-        if not op.is_aggregate:
-            raise StoreError(f"aggregate operator {d['op']!r} is not one of Count, Sum, Min, Max, Avg")
-        return cls(op, None if d.get("arg") is None else int(d["arg"]), str(d.get("column", "")), d.get("vnode"))
+        if not op.is_aggregate and op is not Op.BLACK_BOX:
+            raise StoreError(f"aggregate operator {d['op']!r} is not one of Count, Sum, Min, Max, Avg, black_box")
+        if op is Op.BLACK_BOX and (not d.get("label") or not d.get("value")):
+            raise StoreError(f"black-box aggregate {d.get('column')!r} lacks its label or value column; the graph is corrupt")
+        return cls(op, None if d.get("arg") is None else int(d["arg"]), str(d.get("column", "")), d.get("vnode"),
+                   tuple(d.get("reads", ())), d.get("argument"), d.get("distinct"), d.get("label"), d.get("value"),
+                   tuple(int(i) for i in d.get("inputs", ())))
 
 
 @dataclass(frozen=True)
@@ -254,6 +300,11 @@ class Segment(ABC):
     @abstractmethod
     def _meta(self) -> dict[str, Any]:
         """The kind's own fields, as stored in the manifest's ``meta``."""
+
+    @property
+    def version(self) -> int:
+        """The graph format version a graph with this segment needs (a manifest has the greatest)."""
+        return FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:
         """The manifest entry: ``{"seg", "kind", "meta"}`` (the context merged into meta)."""
@@ -312,9 +363,11 @@ class GroupSegment(Segment):
     """A pipeline breaker: per group one node of operator ``op`` (δ, or a relation-level black
     box labelled ``label``) with an edge from each member; members with ``k > 1`` factors are
     · nodes over them (the member rule); per aggregate one v-node per group with a ⊗ per member
-    whose argument is not null. ``group`` is the static δ id of a keyless aggregate (it has one
-    group even over no rows; over no rows that node is 1, an empty product: SQL returns the
-    row, which no tuple derives)."""
+    whose argument is not null (see :class:`AggregateSpec`). ``group`` is the static δ id of a
+    keyless aggregate (it has one group even over no rows; over no rows that node is 1, an empty
+    product: SQL returns the row, which no tuple derives). The ``values`` table (``g`` and per
+    black-box aggregate its JSON value column) holds what Spark computed for the aggregates
+    without a ⊗ form."""
 
     op: Op = Op.DELTA
     label: str = "δ"
@@ -323,11 +376,20 @@ class GroupSegment(Segment):
     group: int | None = None
 
     kind: ClassVar[str] = "group"
-    tables: ClassVar[tuple[str, ...]] = ("members",)
+    tables: ClassVar[tuple[str, ...]] = ("members", "values")
 
     def __post_init__(self) -> None:
         if self.op not in (Op.DELTA, Op.BLACK_BOX):
             raise StoreError(f"a group segment's operator is delta or black_box, found {self.op.name.lower()}")
+        n = len(self.aggregates)
+        for j, a in enumerate(self.aggregates):
+            if any(not 0 <= i < n or i == j for i in a.inputs):
+                raise StoreError(f"aggregate {a.column!r} of segment {self.seg} is computed from aggregates {list(a.inputs)}, "
+                                 f"not among the segment's other {n - 1}; the graph is corrupt")
+
+    @property
+    def version(self) -> int:
+        return max([FORMAT_VERSION, *(a.version for a in self.aggregates)])
 
     def _meta(self) -> dict[str, Any]:
         out: dict[str, Any] = {"op": self.op.name.lower(), "label": self.label, "k": self.k,

@@ -89,3 +89,73 @@ def test_id_collision_is_an_error():
 def test_unknown_segment_kind_is_an_error():
     with pytest.raises(StoreError, match="unknown segment kind"):
         Segment.from_json({"seg": 1, "kind": "teleport", "meta": {}})
+
+
+# ---------------------------------------------------------------------- version 3: DISTINCT, black boxes, expressions
+def test_a_distinct_aggregate_has_one_delta_and_one_tensor_per_distinct_value():
+    (hr, r), rid = base(1, "R", ["a", "b", "c", "d"])
+    members = pa.table({"g": [9, 9, 9, 9], "m": rid, "x0": pa.array([10, 10, 30, None], pa.int64()),
+                        "d0": pa.array([101, 101, 303, None], pa.int64()), "d1": pa.array([111, 111, 333, None], pa.int64())})
+    seg = group(2, AggregateSpec(Op.COUNT, None, "n", distinct="d0"), AggregateSpec(Op.SUM, 0, "s", distinct="d1"))
+    graph = GraphIndex.from_segments([(hr, r), (seg, {"members": members})])
+    assert str(graph.value(aggregate_ids(9, 0))) == "Count(δ(R:a + R:b) ⊗ 1 + δ(R:c) ⊗ 1)"
+    assert str(graph.value(aggregate_ids(9, 1))) == "Sum(δ(R:a + R:b) ⊗ 10 + δ(R:c) ⊗ 30)"
+    assert (graph.node(aggregate_ids(9, 0))["value"], graph.node(aggregate_ids(9, 1))["value"]) == (2, 40)
+    assert graph.node(101)["label"] == "δ" and graph.child_ids(101) == rid[:2]
+    # the member with a null value is in the group, in no δ of a value
+    assert graph.child_ids(9) == rid and graph.node(rid[3])["kind"] == "p" and len(graph.parents(graph.position(rid[3]))) == 1
+
+
+def test_a_distinct_aggregate_expands_the_same_whatever_the_member_order():
+    (hr, r), rid = base(1, "R", ["a", "b", "c"])
+    rows = {"g": [1, 1, 1], "m": rid, "x0": [3, 3, 2], "d0": [7, 7, 8]}
+    seg = group(2, AggregateSpec(Op.SUM, 0, "s", distinct="d0"))
+    a = expand_segments([(hr, r), (seg, {"members": pa.table(rows)})])
+    b = expand_segments([(hr, r), (seg, {"members": pa.table({k: list(reversed(v)) for k, v in rows.items()})})])
+    for x, y in zip(a, b):
+        assert x.sort_values(list(x.columns[:2])).reset_index(drop=True).equals(y.sort_values(list(y.columns[:2])).reset_index(drop=True))
+
+
+def test_a_black_box_aggregate_has_an_edge_from_every_member_and_the_recorded_value():
+    (hr, r), rid = base(1, "R", ["a", "b", "c"])
+    members = pa.table({"g": [9, 9, 9], "m": rid, "v0": pa.array([None, 555, None], pa.int64())})
+    values = pa.table({"g": [9], "y0": ['{"d":"1.5"}']})
+    seg = group(2, AggregateSpec(Op.BLACK_BOX, None, "sd", vnode="v0", label="stddev", value="y0"))
+    nodes, edges = expand_segments([(hr, r), (seg, {"members": members, "values": values})])
+    node = nodes[nodes["id"] == aggregate_ids(9, 0)].iloc[0]
+    assert (Op(node["op"]), node["label"], node["value"]) == (Op.BLACK_BOX, "stddev", 1.5)
+    assert sorted(edges.loc[edges["dst"] == aggregate_ids(9, 0), "src"]) == sorted([*rid, 555])
+
+
+def test_an_expression_over_aggregates_is_fed_by_the_group_and_its_aggregates():
+    (hr, r), rid = base(1, "R", ["a", "b"])
+    members = pa.table({"g": [9, 9], "m": rid, "x0": pa.array([4, 6], pa.int64())})
+    seg = group(2, AggregateSpec(Op.SUM, 0, "r: sum(v)"), AggregateSpec(Op.COUNT, None, "r: count(1)"),
+                AggregateSpec(Op.BLACK_BOX, None, "r", label="r", value="y2", inputs=(0, 1)))
+    graph = GraphIndex.from_segments([(hr, r), (seg, {"members": members, "values": pa.table({"g": [9], "y2": ['{"d":"5.0"}']})})])
+    r_node = aggregate_ids(9, 2)
+    assert sorted(graph.child_ids(r_node)) == sorted([9, aggregate_ids(9, 0), aggregate_ids(9, 1)])
+    assert str(graph.value(r_node)) == "r(δ(R:a + R:b))" and graph.node(r_node)["value"] == 5.0
+
+
+def test_an_argument_expression_over_v_nodes_has_black_box_member_values():
+    (hr, r), rid = base(1, "R", ["a", "b"])
+    members = pa.table({"g": [9, 9], "m": rid, "x0": pa.array([8, 2], pa.int64()), "w0_0": pa.array([444, None], pa.int64())})
+    seg = group(2, AggregateSpec(Op.SUM, 0, "s", reads=("w0_0",), argument="(n * 2)"))
+    nodes, edges = expand_segments([(hr, r), (seg, {"members": members})])
+    values = nodes[nodes["label"] == "(n * 2)"]
+    assert sorted(values["value"]) == [2, 8] and set(values["op"]) == {int(Op.BLACK_BOX)}
+    assert edges.loc[edges["src"] == 444, "dst"].tolist() == values.loc[values["value"] == 8, "id"].tolist()
+
+
+def test_version_3_specs_round_trip_and_need_version_3():
+    specs = (AggregateSpec(Op.COUNT, None, "n", distinct="d0"), AggregateSpec(Op.SUM, 0, "s", reads=("w1_0",), argument="(n * 2)"),
+             AggregateSpec(Op.BLACK_BOX, None, "sd", vnode="v2", label="stddev", value="y2"),
+             AggregateSpec(Op.BLACK_BOX, None, "r", label="r", value="y3", inputs=(0, 1)))
+    seg = group(2, *specs)
+    assert Segment.from_json(seg.to_json()) == seg and seg.version == 3
+    assert group(2, AggregateSpec(Op.SUM, 0, "s", vnode="v0")).version == 2
+    with pytest.raises(StoreError, match="computed from aggregates"):
+        group(2, AggregateSpec(Op.BLACK_BOX, None, "r", label="r", value="y0", inputs=(0,)))
+    with pytest.raises(StoreError, match="label or value"):
+        AggregateSpec.from_json({"op": "black_box", "arg": None, "column": "sd"})

@@ -153,6 +153,6 @@ def test_a_missing_shared_table_or_another_version_is_refused(tmp_path):
     _write(path, "members/part-0.parquet", pa.table({"g": pa.array([1], pa.int64()), "m": pa.array([1], pa.int64())}))
     with pytest.raises(StoreError, match="no column 'seg'"):
         read_segments(path, read_manifest(path))
-    _manifest(path, 3, [])
-    with pytest.raises(StoreError, match="format version 3; this lipspark reads 1 and 2"):
+    _manifest(path, 4, [])
+    with pytest.raises(StoreError, match="format version 4; this lipspark reads 1, 2 and 3"):
         read_manifest(path)
