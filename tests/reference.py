@@ -14,7 +14,13 @@ under *bag* semantics as PySpark evaluates queries:
   (an aggregation without keys over no rows its one row 1);
 * an aggregate column of a group is the formal sum ``Σ member ⊗ value`` over the members whose
   argument is not null (``value`` is 1 for count), kept as a list of ``(polynomial, value)``
-  pairs in :class:`AggVal`; the plain aggregate value is computed too (SQL semantics).
+  pairs in :class:`AggVal`; the plain aggregate value is computed too (SQL semantics). The
+  argument may be a column or any function of the row (``sum(v * 2)``);
+* a DISTINCT aggregate (``count_distinct``, ``sum_distinct``, ``avg_distinct``) is
+  ``Σ_v δ(Σ members with value v) ⊗ v`` (``⊗ 1`` for count) over the distinct non-null values;
+* aggregates without a semimodule form (``first``, ``last``, ``collect_set``, ``stddev`` and the
+  variances) are a black box of the group's members, :class:`BlackBoxVal`; an expression over
+  aggregates (:class:`Expression`) is a black box, named by its column, of the group's annotation.
 
 Polynomials are sympy expressions: tokens are ``sympy.Symbol`` s, δ is ``sympy.Function("δ")``.
 """
@@ -31,6 +37,8 @@ import sympy
 __all__ = [
     "DELTA",
     "AggVal",
+    "BlackBoxVal",
+    "Expression",
     "KRow",
     "KRelation",
     "token",
@@ -65,6 +73,14 @@ COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
 
 #: Aggregate functions: name -> label of the aggregate v-node (Lipstick's operation name).
 AGG_LABELS = {"count": "Count", "sum": "Sum", "min": "Min", "max": "Max", "avg": "Avg"}
+#: DISTINCT aggregates: name -> the operation over the distinct values.
+DISTINCT_AGGREGATES = {"count_distinct": "count", "sum_distinct": "sum", "avg_distinct": "avg"}
+#: Aggregates without a semimodule form: name -> the name a black box of the members shows.
+BLACK_BOX_AGGREGATES = {
+    "first": "first", "first_ignorenulls": "first", "last": "last", "last_ignorenulls": "last", "collect_set": "collect_set",
+    "stddev": "stddev", "stddev_samp": "stddev_samp", "stddev_pop": "stddev_pop",
+    "variance": "variance", "var_samp": "var_samp", "var_pop": "var_pop",
+}
 
 
 @dataclass(frozen=True)
@@ -79,13 +95,36 @@ class AggVal:
         return agg_normal_form(self.op, self.pairs)
 
 
+@dataclass(frozen=True)
+class BlackBoxVal:
+    """A value without a semimodule form: black box ``name`` of the polynomials ``args`` (a
+    group's members, or its annotation) and its plain result."""
+
+    name: str
+    args: tuple[sympy.Expr, ...]
+    result: Any = None
+
+    def normal_form(self) -> tuple[str, str, tuple[str, ...]]:
+        """``("black box", name, the args' expanded forms, sorted)``: the args are a bag."""
+        return ("black box", self.name, tuple(sorted(str(poly_normal_form(a)) for a in self.args)))
+
+
+@dataclass(frozen=True)
+class Expression:
+    """An expression over a group's aggregates, like ``sum(a) / count(b)``: ``fn`` of the plain
+    results of ``aggregates`` (``(fn, column)`` pairs, as :func:`group_by` takes them)."""
+
+    fn: Callable[..., Any]
+    aggregates: tuple[tuple[str, Any], ...]
+
+
 @dataclass
 class KRow:
     """One row: data, annotation (a sympy polynomial) and the aggregate values of its columns."""
 
     data: dict[str, Any]
     ann: sympy.Expr
-    aggs: dict[str, AggVal] = field(default_factory=dict)
+    aggs: dict[str, "AggVal | BlackBoxVal"] = field(default_factory=dict)
 
     def values(self, columns: Sequence[str]) -> tuple:
         return tuple(self.data[c] for c in columns)
@@ -116,6 +155,8 @@ def norm_value(v: Any, digits: int = 9) -> Any:
         return None
     if isinstance(v, bool):
         return v
+    if isinstance(v, (list, tuple)):  # a set or bag (collect_set's order is Spark's business)
+        return ("bag", tuple(sorted((norm_value(x, digits) for x in v), key=repr)))
     if isinstance(v, Fraction):
         v = float(v)
     if isinstance(v, float) or type(v).__name__.startswith("float"):
@@ -309,21 +350,94 @@ def _plain_aggregate(fn: str, values: list[Any], n_members: int, star: bool) -> 
     raise ValueError(f"unknown aggregate {fn!r}")
 
 
+def _variance(values: list[Any], ddof: int) -> Fraction | None:
+    """Σ(x - mean)² / (n - ddof), exactly; None when n - ddof < 1 (Spark 3.1+ returns null)."""
+    n = len(values)
+    if n - ddof < 1:
+        return None
+    xs = [Fraction(v) for v in values]
+    mean = sum(xs) / n
+    return sum((x - mean) ** 2 for x in xs) / (n - ddof)
+
+
+def _sqrt(x: Fraction | None) -> float | None:
+    return None if x is None else math.sqrt(x)
+
+
+def _black_box_result(fn: str, values: list[Any]) -> Any:
+    """The plain result of a black-box aggregate over the members' values (nulls included, in
+    row order: ``first``/``last`` depend on it, as in Spark, where it is the order rows arrive)."""
+    present = [v for v in values if v is not None]
+    if fn in ("first", "last"):
+        return (values[0] if fn == "first" else values[-1]) if values else None
+    if fn in ("first_ignorenulls", "last_ignorenulls"):
+        return (present[0] if fn.startswith("first") else present[-1]) if present else None
+    if fn == "collect_set":
+        out: list[Any] = []
+        for v in present:
+            if v not in out:
+                out.append(v)
+        return out
+    if fn in ("stddev", "stddev_samp"):
+        return _sqrt(_variance(present, 1))
+    if fn == "stddev_pop":
+        return _sqrt(_variance(present, 0))
+    var = _variance(present, 1 if fn in ("variance", "var_samp") else 0)
+    return None if var is None else float(var)
+
+
+def _argument(row: KRow, column: Any) -> Any:
+    """An aggregate's argument for one member: a column's value, a function of the row, or for a
+    tuple of columns their values (None when any is null, as ``count(DISTINCT a, b)`` skips it)."""
+    if callable(column):
+        return column(row.data)
+    if isinstance(column, tuple):
+        vals = tuple(row.data[c] for c in column)
+        return None if any(v is None for v in vals) else vals
+    return row.data[column]
+
+
+def _aggregate(fn: str, column: Any, members: list[KRow]) -> AggVal | BlackBoxVal:
+    """One aggregate of one group (see :func:`group_by`)."""
+    if fn in BLACK_BOX_AGGREGATES:
+        values = [_argument(m, column) for m in members]
+        return BlackBoxVal(BLACK_BOX_AGGREGATES[fn], tuple(m.ann for m in members), _black_box_result(fn, values))
+    if fn in DISTINCT_AGGREGATES:
+        base = DISTINCT_AGGREGATES[fn]
+        runs: dict[Any, list[sympy.Expr]] = {}
+        for m in members:
+            v = _argument(m, column)
+            if v is not None:
+                runs.setdefault(v, []).append(m.ann)
+        pairs = tuple((DELTA(sympy.Add(*anns)), 1 if base == "count" else v) for v, anns in runs.items())
+        return AggVal(AGG_LABELS[base], pairs, _plain_aggregate(base, list(runs), len(runs), False))
+    star = column is None
+    present = [(m, _argument(m, column)) for m in members] if not star else [(m, 1) for m in members]
+    present = [(m, v) for m, v in present if v is not None]
+    pairs = tuple((m.ann, 1 if fn == "count" else v) for m, v in present)
+    result = _plain_aggregate(fn, [v for _, v in present], len(members), star)
+    return AggVal(AGG_LABELS[fn], pairs, result)
+
+
 def group_by(
     rel: KRelation,
     keys: Sequence[str],
-    aggregates: Sequence[tuple[str, str, str | None]],
+    aggregates: Sequence[tuple[str, str, Any]],
     *,
     global_on_empty: bool = True,
 ) -> KRelation:
     """Group-by with aggregates.
 
-    ``aggregates`` are ``(alias, fn, column)`` with fn in count/sum/min/max/avg; ``column`` None
-    means ``count(*)``. Each group row is annotated ``δ(Σ members)``; each aggregate column gets an
-    :class:`AggVal` with pairs ``(member annotation, value)`` over members whose argument is not
-    null (value 1 for count) and the plain SQL result. With no keys and an empty input, SQL (and
-    PySpark) return one row (count 0, other aggregates null) when ``global_on_empty``; no tuple
-    derives it and none can delete it, so it is annotated 1 (not ``δ(0)`` = 0).
+    ``aggregates`` are ``(alias, fn, argument)``: fn is count/sum/min/max/avg, a DISTINCT one
+    (:data:`DISTINCT_AGGREGATES`), a black-box one (:data:`BLACK_BOX_AGGREGATES`) or ``"expr"``;
+    the argument is a column, ``None`` for ``count(*)``, a function of the row (``lambda d:
+    d["v"] * 2``), a tuple of columns (``count_distinct`` of several), or for ``"expr"`` an
+    :class:`Expression`. Each group row is annotated ``δ(Σ members)``; each aggregate column gets
+    an :class:`AggVal` with pairs ``(member annotation, value)`` over members whose argument is
+    not null (value 1 for count) and the plain SQL result, or a :class:`BlackBoxVal`. With no keys
+    and an empty input, SQL (and PySpark) return one row (count 0, other aggregates null) when
+    ``global_on_empty``; no tuple derives it and none can delete it, so it is annotated 1 (not
+    ``δ(0)`` = 0).
     """
     keys = list(keys)
     groups: dict[tuple, list[KRow]] = {}
@@ -334,16 +448,15 @@ def group_by(
     rows = []
     for members in groups.values():
         data = {k: members[0].data[k] for k in keys} if members else {}
-        aggs = {}
-        for alias, fn, col in aggregates:
-            label = AGG_LABELS[fn]
-            star = col is None
-            present = [m for m in members if star or m.data[col] is not None]
-            vals = [m.data[col] for m in present] if not star else []
-            pairs = tuple((m.ann, 1 if fn == "count" else m.data[col]) for m in present)
-            result = _plain_aggregate(fn, vals, len(members), star)
-            data[alias] = result
-            aggs[alias] = AggVal(label, pairs, result)
         ann = DELTA(sympy.Add(*[m.ann for m in members])) if members else sympy.Integer(1)
+        aggs: dict[str, AggVal | BlackBoxVal] = {}
+        for alias, fn, column in aggregates:
+            if fn == "expr":
+                results = [_aggregate(f, c, members).result for f, c in column.aggregates]
+                value: AggVal | BlackBoxVal = BlackBoxVal(alias, (ann,), column.fn(*results))
+            else:
+                value = _aggregate(fn, column, members)
+            data[alias] = value.result
+            aggs[alias] = value
         rows.append(KRow(data, ann, aggs))
     return KRelation(keys + [a for a, _, _ in aggregates], rows)

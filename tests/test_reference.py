@@ -244,3 +244,72 @@ def test_norm_value():
     assert ref.norm_value(1.0) == 1 and ref.norm_value(-0.0) == 0
     assert ref.norm_value(1 / 3) == round(1 / 3, 9)
     assert ref.norm_value(None) is None and ref.norm_value("x") == "x"
+
+
+# ---------------------------------------------------------------------- aggregates of expressions, DISTINCT, black boxes
+def test_aggregate_of_an_expression_pairs_each_member_with_the_expressions_value():
+    g = ref.group_by(_r(), ["a"], [("s", "sum", lambda d: None if d["v"] is None else d["v"] * 2),
+                                   ("c", "count", lambda d: 1 if d["v"] is not None and d["v"] > 5 else None),
+                                   ("z", "avg", lambda d: 0 if d["v"] is None else d["v"])])
+    one = {r.data["a"]: r for r in g}[1]
+    r1, r2, r4 = S("R:1"), S("R:2"), S("R:4")
+    assert one.data == {"a": 1, "s": 40, "c": 2, "z": 20 / 3}
+    assert one.aggs["s"].normal_form() == ("Sum", frozenset({(20, r1 + r4)}))
+    assert one.aggs["c"].normal_form() == ("Count", frozenset({(1, r1 + r4)}))
+    assert one.aggs["z"].normal_form() == ("Avg", frozenset({(10, r1 + r4), (0, r2)}))
+
+
+def test_count_distinct_is_a_count_of_deltas_one_per_distinct_value():
+    g = ref.group_by(_r(), ["a"], [("d", "count_distinct", "v"), ("s", "sum_distinct", "v"), ("m", "avg_distinct", "v")])
+    rows = {r.data["a"]: r for r in g}
+    r1, r4, r3 = S("R:1"), S("R:4"), S("R:3")
+    assert rows[1].data == {"a": 1, "d": 1, "s": 10, "m": 10.0}  # 10 twice and a null: one distinct value
+    assert rows[1].aggs["d"].normal_form() == ("Count", frozenset({(1, DELTA(r1 + r4))}))
+    assert rows[1].aggs["s"].normal_form() == ("Sum", frozenset({(10, DELTA(r1 + r4))}))
+    assert rows[2].aggs["d"].pairs == ((DELTA(r3), 1),)
+    # several columns: a tuple counts when none of its values is null
+    r = ref.base("R", [{"id": 1, "x": 1, "y": 1}, {"id": 2, "x": 1, "y": 2}, {"id": 3, "x": 1, "y": None},
+                       {"id": 4, "x": 1, "y": 1}], key=["id"])
+    (row,) = ref.group_by(r, [], [("d", "count_distinct", ("x", "y"))]).rows
+    assert row.data["d"] == 2
+    assert row.aggs["d"].normal_form() == ("Count", frozenset({(1, DELTA(S("R:1") + S("R:4")) + DELTA(S("R:2")))}))
+
+
+def test_distinct_over_no_values_counts_zero():
+    r = ref.base("R", [{"id": 1, "v": None}], key=["id"])
+    (row,) = ref.group_by(r, [], [("d", "count_distinct", "v"), ("s", "sum_distinct", "v")]).rows
+    assert row.data == {"d": 0, "s": None} and row.aggs["d"].pairs == ()
+
+
+def test_black_box_aggregates_are_black_boxes_of_every_member():
+    r = ref.base("R", [{"id": 1, "v": None}, {"id": 2, "v": 10}, {"id": 3, "v": 10}, {"id": 4, "v": 30}], key=["id"])
+    aggs = [("f", "first", "v"), ("fi", "first_ignorenulls", "v"), ("l", "last", "v"), ("cs", "collect_set", "v"),
+            ("sd", "stddev", "v"), ("sp", "stddev_pop", "v"), ("vs", "variance", "v"), ("vp", "var_pop", "v")]
+    (row,) = ref.group_by(r, [], aggs).rows
+    assert row.data["f"] is None and row.data["fi"] == 10 and row.data["l"] == 30
+    assert row.data["cs"] == [10, 30]
+    assert row.data["vs"] == pytest.approx(400 / 3) and row.data["sd"] == pytest.approx((400 / 3) ** 0.5)
+    assert row.data["vp"] == pytest.approx(800 / 9) and row.data["sp"] == pytest.approx((800 / 9) ** 0.5)
+    toks = tuple(sorted(f"R:{i}" for i in range(1, 5)))
+    assert row.aggs["sd"].normal_form() == ("black box", "stddev", toks)
+    assert row.aggs["fi"].normal_form() == ("black box", "first", toks)  # the user's name, with or without ignorenulls
+
+
+def test_sample_statistics_of_one_value_are_null():
+    r = ref.base("R", [{"id": 1, "v": 5}], key=["id"])
+    (row,) = ref.group_by(r, [], [("sd", "stddev", "v"), ("vs", "var_samp", "v"), ("vp", "var_pop", "v")]).rows
+    assert row.data == {"sd": None, "vs": None, "vp": 0.0}
+
+
+def test_an_expression_over_aggregates_is_a_black_box_of_the_group():
+    expr = ref.Expression(lambda s, n: s / n, (("sum", "v"), ("count", None)))
+    g = ref.group_by(_r(), ["a"], [("r", "expr", expr)])
+    one = {r.data["a"]: r for r in g}[1]
+    assert one.data["r"] == 20 / 3
+    assert one.aggs["r"].normal_form() == ("black box", "r", (str(DELTA(S("R:1") + S("R:2") + S("R:4"))),))
+    empty = ref.group_by(ref.filter_rows(_r(), lambda d: False), [], [("r", "expr", ref.Expression(lambda n: n + 1, (("count", None),)))])
+    assert empty.rows[0].data == {"r": 1} and empty.rows[0].aggs["r"].normal_form() == ("black box", "r", ("1",))
+
+
+def test_norm_value_of_a_set_ignores_order():
+    assert ref.norm_value([3, 1.0]) == ref.norm_value([1, 3])
