@@ -65,3 +65,28 @@ def stores_failing_check(base: Any) -> list[str]:
         if os.path.realpath(d) not in DAMAGED:
             problems += check_store(d).problems
     return problems
+
+
+def value_form(value: Any) -> Any:
+    """A comparable form of a v-node's expression (``GraphIndex.value``), in the reference
+    evaluator's terms: an aggregate's normal form regrouped by the reference's values, a black box
+    as its name and its arguments' expanded forms (a bag: sorted), a constant as its value."""
+    from lipspark.semiring import AggValue, BlackBox, normal_form
+    from tests import reference as ref
+
+    if isinstance(value, AggValue):
+        op, terms = value.normal_form()
+        return ref.agg_normal_form(op, [(poly, v) for v, poly in terms])
+    if isinstance(value, BlackBox):
+        return ("black box", value.name, tuple(sorted(str(normal_form(a)) for a in value.args)))
+    return ("constant", ref.norm_value(value))
+
+
+def reference_form(value: Any) -> Any:
+    """The reference's counterpart of :func:`value_form` (a black box of no members — an
+    aggregate over no rows — is the constant it computes, as the graph has it)."""
+    from tests import reference as ref
+
+    if isinstance(value, ref.BlackBoxVal) and not value.args:
+        return ("constant", ref.norm_value(value.result))
+    return value.normal_form()

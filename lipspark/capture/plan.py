@@ -195,12 +195,16 @@ def read_projection(source: DataFrame, projected: DataFrame) -> Projection | Non
 
 @dataclass(frozen=True)
 class AggregateItem:
-    """One output column of ``groupBy(...).agg(...)``.
+    """One output column of ``groupBy(...).agg(...)``, or one aggregate inside such a column.
 
     ``function`` is Spark's class name (``Count``, ``Sum``, ``Min``, ``Max``, ``Average``,
-    ``CollectList``, ...) or ``None`` for a grouping column, ``sql_name`` the name module code
-    calls it by (``stddev``, not ``StddevSamp``); ``argument`` is the SQL text of its argument,
-    ``literal`` whether that argument is a constant (``count(*)``), ``opaque`` what makes the
+    ``CollectList``, ...), ``None`` for a grouping column, or ``Expression:<classes>`` for an
+    expression whose aggregates are ``parts`` (``sum(a) / count(b)``: a Sum and a Count; none
+    for an expression over the keys only). ``sql_name`` is the name module code calls it by
+    (``stddev``, not ``StddevSamp``); ``argument`` is the SQL text of its (first) argument and
+    ``arguments`` that of each, ``literal`` whether the argument is a constant (``count(*)``),
+    ``references`` the input columns the arguments read, ``ignore_nulls`` the option of
+    ``first``/``last``, ``sql`` the aggregate's own SQL text, and ``opaque`` what makes the
     argument impossible to re-read as SQL text (a Python UDF, a lambda), else ``None``.
     """
 
@@ -213,6 +217,16 @@ class AggregateItem:
     filtered: bool = False
     sql_name: str | None = None
     opaque: str | None = None
+    arguments: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    ignore_nulls: bool = False
+    sql: str | None = None
+    parts: tuple["AggregateItem", ...] = ()
+
+    @property
+    def is_expression(self) -> bool:
+        """An expression over aggregates or keys rather than one aggregate."""
+        return bool(self.function and self.function.startswith("Expression:"))
 
 
 #: The SQL names of the aggregate functions lipspark has rules for (others are asked of the JVM).
@@ -231,6 +245,53 @@ def _opaque(tree: "_Node") -> str | None:
     return None
 
 
+def _aggregate_item(name: str, node: "_Node", jagg: Any) -> AggregateItem:
+    """The item of one ``AggregateExpression`` (``node``, its JSON form; ``jagg()`` gives the JVM
+    expression, asked only for what the JSON form lacks: names and SQL text)."""
+    fn = node.children[0]
+    arg = fn.children[0] if fn.children else None
+    jfn = jagg().aggregateFunction()
+    sql_name = _SQL_NAMES.get(fn.cls) or str(jfn.prettyName())
+    opaque = next((o for c in fn.children if (o := _opaque(c)) is not None), None)
+    arguments: tuple[str, ...] = ()
+    argument = None
+    if arg is not None and arg.cls != "Literal" and opaque is None:
+        arguments = tuple(str(c.sql()) for c in _seq(jfn.children()))
+        argument = arguments[0]
+    elif arg is not None:
+        argument = "1" if arg.cls == "Literal" else None
+    return AggregateItem(
+        name,
+        fn.cls,
+        bool(node.fields.get("isDistinct")),
+        argument,
+        arg is not None and arg.cls == "Literal",
+        len(fn.children),
+        len(node.children) > 1,  # the FILTER clause is the second child
+        sql_name,
+        opaque,
+        arguments,
+        references(fn),
+        bool(fn.fields.get("ignoreNulls")),
+        str(jagg().sql()),
+    )
+
+
+def _aggregates_in(tree: "_Node", jexpr: Any) -> list[tuple["_Node", Any]]:
+    """The ``AggregateExpression`` nodes of an expression, outermost first, each with its JVM
+    node (the JSON tree lists children in the JVM's order, so the two walks stay in step)."""
+    out = []
+    stack, jstack = [tree], [jexpr]
+    while stack:
+        node, jnode = stack.pop(), jstack.pop()
+        if node.cls == "AggregateExpression":
+            out.append((node, jnode))
+            continue
+        stack.extend(node.children)
+        jstack.extend(_seq(jnode.children()))
+    return out
+
+
 def read_aggregate(aggregated: DataFrame) -> list[AggregateItem] | None:
     """Describe the output columns of an aggregation, or ``None`` if it is not one."""
     top = analyzed(aggregated)
@@ -241,35 +302,18 @@ def read_aggregate(aggregated: DataFrame) -> list[AggregateItem] | None:
         tree = _tree(jexpr)
         name = str(tree.fields["name"])
         inner = tree.children[0] if tree.cls == "Alias" else tree
-        if inner.cls == "AggregateExpression":
-            fn = inner.children[0]
-            arg = fn.children[0] if fn.children else None
-            def jfn() -> Any:  # the JVM function, asked only for what its JSON form lacks
-                return (jexpr.child() if tree.cls == "Alias" else jexpr).aggregateFunction()
 
-            sql_name = _SQL_NAMES.get(fn.cls) or str(jfn().prettyName())
-            opaque = next((o for c in fn.children if (o := _opaque(c)) is not None), None)
-            argument = None
-            if arg is not None and arg.cls != "Literal" and opaque is None:
-                argument = str(jfn().children().apply(0).sql())
-            elif arg is not None:
-                argument = "1" if arg.cls == "Literal" else None
-            out.append(
-                AggregateItem(
-                    name,
-                    fn.cls,
-                    bool(inner.fields.get("isDistinct")),
-                    argument,
-                    arg is not None and arg.cls == "Literal",
-                    len(fn.children),
-                    len(inner.children) > 1,  # the FILTER clause is the second child
-                    sql_name,
-                    opaque,
-                )
-            )
+        def jinner(jexpr: Any = jexpr, aliased: bool = tree.cls == "Alias") -> Any:
+            return jexpr.child() if aliased else jexpr
+
+        if inner.cls == "AggregateExpression":
+            out.append(_aggregate_item(name, inner, jinner))
         elif inner.cls == "AttributeReference":
             out.append(AggregateItem(name, None))
         else:
-            # an expression over aggregates or keys, e.g. sum(a) + 1
-            out.append(AggregateItem(name, "Expression:" + ",".join(sorted({n.cls for n in inner.walk()}))))
+            # an expression over aggregates or keys, e.g. sum(a) / count(b): its aggregates are parts
+            found = _aggregates_in(inner, jinner()) if any(n.cls == "AggregateExpression" for n in inner.walk()) else []
+            parts = tuple(_aggregate_item(name, node, (lambda j=j: j)) for node, j in found)
+            out.append(AggregateItem(name, "Expression:" + ",".join(sorted({n.cls for n in inner.walk()})),
+                                     references=references(inner), parts=parts))
     return out

@@ -45,6 +45,16 @@ FIXTURES = {
     "keyless aggregate over empty input": lambda r, s: r.filter(F.col("id") > 99).agg(F.sum("v").alias("t"), F.count(F.lit(1)).alias("n")),
     "keyless aggregate": lambda r, s: r.agg(F.sum("v").alias("t"), F.avg("s").alias("m")),
     "grouped aggregate over no rows": lambda r, s: r.filter(F.col("id") > 99).groupBy("k").agg(F.count(F.lit(1)).alias("n")),
+    "DISTINCT aggregates": lambda r, s: r.groupBy("s").agg(F.countDistinct("k").alias("d"), F.sum_distinct("v").alias("t"),
+                                                           F.count_distinct("k", "v").alias("d2")),
+    "DISTINCT aggregates over no rows": lambda r, s: r.filter(F.col("id") > 99).agg(F.countDistinct("k").alias("d")),
+    "black-box aggregates": lambda r, s: r.groupBy("k").agg(F.stddev("v").alias("sd"), F.first("s").alias("f"), F.collect_set("s").alias("cs")),
+    "black-box aggregate over no rows": lambda r, s: r.filter(F.col("id") > 99).agg(F.var_pop("v").alias("vp")),
+    "expressions over aggregates": lambda r, s: r.groupBy("k").agg((F.sum("s") / F.count("*")).alias("q"), F.round(F.stddev("v"), 1).alias("sd")),
+    "expression over aggregates over no rows": lambda r, s: r.filter(F.col("id") > 99).agg((F.count("*") + F.sum("s")).alias("q")),
+    "aggregates of expressions over aggregates": lambda r, s: r.groupBy("k").agg(F.count("*").alias("n"), F.max("v").alias("hi"))
+    .groupBy().agg(F.sum(F.col("n") * 2).alias("t"), F.countDistinct("n").alias("d"), F.stddev("n").alias("sd"),
+                   F.sum(F.coalesce("hi", "n")).alias("c")),
 }
 
 

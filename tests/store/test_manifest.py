@@ -1,5 +1,6 @@
 """Graph directories on disk: the shared tables of version 2 and the per-segment directories of
-version 1 read as the same segments, each shared table read once."""
+version 1 read as the same segments, each shared table read once; version 3 is written exactly
+for graphs with the aggregates a version-2 reader would misread."""
 from __future__ import annotations
 
 import json
@@ -156,3 +157,22 @@ def test_a_missing_shared_table_or_another_version_is_refused(tmp_path):
     _manifest(path, 4, [])
     with pytest.raises(StoreError, match="format version 4; this lipspark reads 1, 2 and 3"):
         read_manifest(path)
+
+
+def test_a_graph_is_version_3_exactly_when_it_has_aggregates_a_version_2_reader_would_misread(spark, tmp_path):
+    from lipspark import Tracker
+    from lipspark.graph.index import GraphIndex
+    from pyspark.sql import functions as F
+
+    t = Tracker(spark)
+    r = t.annotate(spark.createDataFrame([(1, "a", 2), (2, "a", 2), (3, "b", None)], "id int, k string, v int"), "R", key=["id"])
+    r.groupBy("k").agg(F.sum("v").alias("s")).collect_annotated()
+    assert t.write(str(tmp_path / "plain"))["version"] == 2
+    r.groupBy("k").agg(F.countDistinct("v").alias("d")).collect_annotated()
+    path = str(tmp_path / "distinct")
+    manifest = t.write(path)
+    assert manifest["version"] == 3 and GraphIndex.load(path).same_as(t.graph())
+    assert [n for s in manifest["segments"] for n in s.get("tables", {})].count("values") == 0  # no black box
+    r.agg(F.stddev("v").alias("sd")).collect_annotated()
+    path = str(tmp_path / "black-box")
+    assert "values" in t.write(path)["segments"][-1]["tables"] and GraphIndex.load(path).same_as(t.graph())

@@ -2,20 +2,35 @@
 
 Each group's output row derives from one δ node over the p-nodes of its members (the member
 rule makes a · node of a member with several factors; a keyless aggregate over no rows, whose
-one row SQL returns anyway, is annotated 1); each supported aggregate (Count, Sum,
-Min, Max, Avg) of the group is a v-node ``Σ mᵢ ⊗ vᵢ`` whose ⊗ children pair each member with
-its argument's value (or its argument's own v-node). ``collect_list`` keeps each member's p-node
-in the bag, so an ``explode`` later gets it back.
+one row SQL returns anyway, is annotated 1). Each aggregate of the group is a v-node:
+
+* Count, Sum, Min, Max and Avg — of a column or of any expression over the row
+  (``sum(when(c, x).otherwise(0))``) — are ``Σ mᵢ ⊗ vᵢ``, whose ⊗ children pair each member
+  with its argument's value (the argument's own v-node when it is a column that has one; a
+  black box over the v-nodes an argument expression reads, so a what-if that changes them
+  says unknown rather than keep a stale value);
+* their DISTINCT forms (``countDistinct``, ``sum_distinct``) are ``Σ_v δ(Σ members with value
+  v) ⊗ v``: a δ p-node per distinct value, so deleting every member with a value removes its
+  term, and deleting some of them does not;
+* ``first``, ``last``, ``collect_set``, ``stddev``/``variance`` and their ``_samp``/``_pop``
+  forms have no ⊗ form here: a black-box v-node labelled with the function, fed by every
+  member (and the v-nodes its argument reads), valued as Spark computed it;
+* an expression over aggregates (``sum(a) / count(b)``, ``round(avg(x), 2)``) is a black-box
+  v-node labelled with its column, fed by the group's δ and the v-nodes of the aggregates in
+  it, which are recorded like any other (a what-if shows it unknown).
+
+``collect_list`` keeps each member's p-node in the bag, so an ``explode`` later gets it back.
 
 The rule has four steps: :func:`read_aggregation` (what Spark analyzed), :func:`members_table`
 (one row per input row: group id, member id, aggregate arguments), :func:`group_output` (the
-plain aggregation, with the bags rebuilt, plus the δ and aggregate v-node ids) and recording
-the :class:`~lipspark.vocabulary.GroupSegment`. Distinct is a group-by on every column with
-no aggregate.
+plain aggregation, with the bags rebuilt, plus the δ and aggregate v-node ids, and the values
+only Spark computes) and recording the :class:`~lipspark.vocabulary.GroupSegment`. Distinct is
+a group-by on every column with no aggregate.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pyspark.sql import Column, DataFrame
@@ -33,20 +48,52 @@ from lipspark.vocabulary.ids import aggregate_id_col, node_hash_col, positional
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["Aggregation", "aggregate", "distinct", "read_aggregation", "members_table", "group_output"]
+__all__ = ["Aggregation", "Planned", "BLACK_BOX_AGGREGATES", "aggregate", "distinct", "read_aggregation", "members_table",
+           "group_output"]
+
+#: Spark's aggregate functions without a ⊗ form here: one black-box v-node per group (labelled
+#: with the name module code calls them by). ``collect_list`` is one too inside an expression
+#: (``size(collect_list(x))``); on its own it is a bag whose members keep their p-nodes.
+BLACK_BOX_AGGREGATES = frozenset({"First", "Last", "CollectSet", "StddevSamp", "StddevPop", "VarianceSamp", "VariancePop"})
+#: Those whose result depends on the order rows arrive in, which may differ from one Spark job
+#: to the next: the aggregation is computed once, so the output and the graph agree.
+_ORDER_DEPENDENT = frozenset({"First", "Last", "CollectList", "CollectSet"})
+#: What to write instead of an aggregation lipspark has no rule for.
+_SUPPORTED = ("count/sum/min/max/avg (of columns or expressions, DISTINCT too), first/last, collect_list/collect_set, "
+              "stddev/variance (_samp/_pop) and expressions over them; for others compute the aggregate with "
+              "distinct() or a join, or " + BLACK_BOX_HINT)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One aggregate v-node per group: the item computing it, its operator (Count…Avg with a ⊗
+    form, or BLACK_BOX), the output column showing it (``None`` for an aggregate inside an
+    expression), the planned aggregates an expression over aggregates is computed from, the
+    hidden output column holding a black-box part's value (Spark computes it alongside), and
+    the position in the aggregation's output of the column holding its value (``None`` for an
+    aggregate with a ⊗ form inside an expression: its value is computed from its members)."""
+
+    op: Op
+    item: AggregateItem
+    column: str | None
+    inputs: tuple[int, ...] = ()
+    hidden: str | None = None
+    position: int | None = None
 
 
 @dataclass(frozen=True)
 class Aggregation:
-    """What Spark analyzed: the plain result, its key columns, and per output column after the
-    keys the aggregate item; ``aggregates`` are (position, operator, item) of the aggregates
-    with a provenance rule, ``bags`` the positions of ``collect_list`` columns."""
+    """What Spark analyzed: the plain result (its first ``width`` columns are the user's, then
+    the hidden black-box parts), its key columns, per output column after the keys the
+    aggregate item, the aggregate v-nodes to record (``planned``) and the positions of the
+    ``collect_list`` bag columns among the items."""
 
     plain: DataFrame
     keys: tuple[Column, ...]
     items: tuple[AggregateItem, ...]
-    aggregates: tuple[tuple[int, Op, AggregateItem], ...]
+    planned: tuple[Planned, ...]
     bags: tuple[int, ...]
+    width: int
 
     @property
     def key_names(self) -> list[str]:
@@ -55,6 +102,11 @@ class Aggregation:
     @property
     def key_types(self) -> list[T.DataType]:
         return [self.plain.schema[i].dataType for i in range(len(self.keys))]
+
+    @property
+    def order_dependent(self) -> bool:
+        """Whether a black-box aggregate's value depends on the order of the rows."""
+        return any(p.op is Op.BLACK_BOX and p.item.function in _ORDER_DEPENDENT for p in self.planned)
 
 
 def distinct(frame: AnnotatedFrame) -> AnnotatedFrame:
@@ -96,17 +148,19 @@ def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
     tracker.share(frame.with_annotations())
     group_id = _group_id(seg, keyless=not agg.keys)
     members, specs = members_table(frame, seg, agg, group_id)
-    out = group_output(frame, seg, agg, exprs, group_id)
+    out, values = group_output(frame, seg, agg, exprs, group_id)
     segment = GroupSegment(seg, tracker.context, op=Op.DELTA, label=Op.DELTA.label, k=layout.k, aggregates=specs,
                            group=positional(seg, 0) if not agg.keys else None)
-    tracker.builder.record(segment, members=members)
-    value_names = tuple(it.name for _, _, it in agg.aggregates)
+    tables = {"members": members, **({"values": values} if values is not None else {})}
+    tracker.builder.record(segment, **tables)
+    value_names = tuple(p.column for p in agg.planned if p.column is not None)
     return frame.derive(out, Layout(1, value_names, tuple(agg.items[j].name for j in agg.bags)))
 
 
 def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], *, distinct: bool = False) -> Aggregation:
     """Let Spark analyze the plain aggregation and sort its columns into aggregates with a rule
-    and ``collect_list`` bags; anything else is an :class:`UnsupportedOperation`."""
+    (the aggregates inside an expression too), ``collect_list`` bags and values of the keys
+    alone; anything else is an :class:`UnsupportedOperation`."""
     df = frame.with_annotations()
     key_cols = tuple(F.col(k) if isinstance(k, str) else k for k in keys)
     items: list[AggregateItem] = []
@@ -116,34 +170,76 @@ def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence
         plain = df.groupBy(*key_cols).agg(*exprs)
         items = read_aggregate(plain) or []
         if not items:
-            raise UnsupportedOperation("this aggregation", "groupBy(...).agg(count/sum/min/max/avg/collect_list)")
+            raise UnsupportedOperation("this aggregation", "groupBy(...).agg(...) with " + _SUPPORTED)
         items = items[len(key_cols):]
-    aggs: list[tuple[int, Op, AggregateItem]] = []
+    planned: list[Planned] = []
+    hidden: list[Column] = []
     bags: list[int] = []
     for j, it in enumerate(items):
-        if it.opaque is not None:
-            raise UnsupportedOperation(
-                f"aggregate {it.sql_name}(...) whose argument calls {it.opaque} (column {it.name!r})",
-                f"compute the argument in a column first, df.withColumn('x', <the argument>), then aggregate "
-                f"that column: .agg(F.{it.sql_name}('x'))")
-        if it.function in SPARK_AGGREGATES and not it.distinct and not it.filtered and it.n_args == 1:
-            aggs.append((j, SPARK_AGGREGATES[it.function], it))
+        if it.function is None:  # a grouping column: the key's value, no v-node
+            continue
+        if it.is_expression:
+            parts: dict[str | None, int] = {}  # the same aggregate twice in one expression is one v-node
+            for part in it.parts:
+                if part.sql not in parts:
+                    parts[part.sql] = _plan(part, None, planned, hidden, len(plain.columns) + len(hidden))
+            if parts:  # an expression over the keys alone is their value: no v-node
+                planned.append(Planned(Op.BLACK_BOX, it, it.name, tuple(parts.values()), position=len(key_cols) + j))
         elif it.function == "CollectList" and not it.distinct and not it.filtered:
+            _check_argument(it)
             bags.append(j)
         else:
-            raise UnsupportedOperation(
-                _unsupported(it),
-                "count/sum/min/max/avg/collect_list over rows (use distinct() first for DISTINCT; "
-                "compute expressions over aggregates in a following select); or " + BLACK_BOX_HINT,
-            )
-    return Aggregation(plain, key_cols, tuple(items), tuple(aggs), tuple(bags))
+            _plan(it, it.name, planned, hidden, len(key_cols) + j)
+    width = len(plain.columns)
+    if hidden:  # black-box aggregates inside expressions: Spark computes their values alongside
+        plain = df.groupBy(*key_cols).agg(*exprs, *hidden)
+    return Aggregation(plain, key_cols, tuple(items), tuple(planned), tuple(bags), width)
+
+
+def _check_argument(it: AggregateItem) -> None:
+    if it.opaque is not None:
+        raise UnsupportedOperation(
+            f"aggregate {it.sql_name}(...) whose argument calls {it.opaque} (column {it.name!r})",
+            f"compute the argument in a column first, df.withColumn('x', <the argument>), then aggregate "
+            f"that column: .agg(F.{it.sql_name}('x'))")
+
+
+def _plan(it: AggregateItem, column: str | None, planned: list[Planned], hidden: list[Column], position: int) -> int:
+    """Append the v-node aggregate ``it`` gets (shown in ``column`` at ``position``, or a part of
+    an expression) to ``planned``; its index. A black-box part's value is computed by an extra
+    hidden column, at ``position``."""
+    _check_argument(it)
+    fn = it.function or ""
+    if it.filtered:
+        raise UnsupportedOperation(_unsupported(it), "filter the rows first (df.filter(...).groupBy(...)), or aggregate "
+                                   "F.when(<condition>, <argument>), which is null where the condition fails")
+    if fn in SPARK_AGGREGATES and (it.n_args == 1 or (it.distinct and SPARK_AGGREGATES[fn] is Op.COUNT)):
+        planned.append(Planned(SPARK_AGGREGATES[fn], it, column, position=position if column is not None else None))
+    elif fn in BLACK_BOX_AGGREGATES or (column is None and fn == "CollectList"):
+        name = None
+        if column is None:
+            name = f"__lp_y{len(planned)}"
+            hidden.append(_black_box_column(it).alias(name))
+        planned.append(Planned(Op.BLACK_BOX, it, column, hidden=name, position=position))
+    else:
+        raise UnsupportedOperation(_unsupported(it), _SUPPORTED)
+    return len(planned) - 1
+
+
+def _black_box_column(it: AggregateItem) -> Column:
+    """The aggregate ``it`` as a column of its own (its SQL text, which drops the IGNORE NULLS
+    of ``first``/``last``: those are rebuilt)."""
+    if it.function in ("First", "Last") and it.argument is not None:
+        fn = F.first if it.function == "First" else F.last
+        return fn(F.expr(it.argument), it.ignore_nulls)
+    assert it.sql is not None
+    return F.expr(it.sql)
 
 
 def _unsupported(it: AggregateItem) -> str:
-    if it.function and it.function.startswith("Expression:"):
-        return f"aggregate expression {it.name!r} (an expression over aggregate results)"
+    where = f"column {it.name!r}"
     return (f"aggregate {it.sql_name or it.function}" + (" DISTINCT" if it.distinct else "")
-            + (" with FILTER" if it.filtered else "") + f" (column {it.name!r})")
+            + (" with FILTER" if it.filtered else "") + f" ({where})")
 
 
 def _group_id(seg: int, *, keyless: bool) -> Callable[[list[Column]], Column]:
@@ -157,45 +253,107 @@ def _group_id(seg: int, *, keyless: bool) -> Callable[[list[Column]], Column]:
 def members_table(frame: AnnotatedFrame, seg: int, agg: Aggregation,
                   group_id: Callable[[list[Column]], Column]) -> tuple[DataFrame, tuple[AggregateSpec, ...]]:
     """One row per input row: group ``g``, member ``m`` (its factors when it may be a product),
-    the distinct non-constant aggregate arguments ``x<i>`` and the arguments' own v-nodes
-    ``v<j>``; and the segment's aggregate specs."""
+    the distinct non-constant aggregate arguments ``x<i>``, the v-nodes the arguments read
+    (``v<j>``: a bare column's own; ``w<j>_<n>``: those an expression reads), the δ id of each
+    DISTINCT aggregate's value ``d<j>``; and the segment's aggregate specs."""
     layout = frame.layout
+    df = frame.with_annotations()
     in_keys = [normalized(k, t) for k, t in zip(agg.keys, agg.key_types)]
-    cols: list[Column] = [group_id(in_keys).alias("g"), layout.member_col(seg).alias("m")]
+    gid = group_id(in_keys)
+    cols: list[Column] = [gid.alias("g"), layout.member_col(seg).alias("m")]
     if layout.k > 1:
         cols += layout.factor_cols()
     arguments: list[str] = []
     specs: list[AggregateSpec] = []
-    for _, op, it in agg.aggregates:
+    for j, p in enumerate(agg.planned):
+        it = p.item
+        column = p.column if p.column is not None else f"{it.name}: {it.sql}"
+        if p.inputs:  # an expression over aggregates: nothing per member
+            specs.append(AggregateSpec(Op.BLACK_BOX, None, column, label=it.name, value=f"y{j}", inputs=p.inputs))
+            continue
+        vnode, reads = _argument_vnodes(layout, it, j, cols)
+        if p.op is Op.BLACK_BOX:
+            specs.append(AggregateSpec(Op.BLACK_BOX, None, column, vnode, reads, label=it.sql_name or it.function, value=f"y{j}"))
+            continue
         arg_index = None
-        if not it.literal:
+        if not it.literal and not (it.distinct and p.op is Op.COUNT):
             assert it.argument is not None
             if it.argument not in arguments:
                 arguments.append(it.argument)
                 cols.append(F.expr(it.argument).alias(f"x{len(arguments) - 1}"))
             arg_index = arguments.index(it.argument)
-        source = it.argument.strip("`") if not it.literal and it.argument is not None else None
-        vnode = None
-        if source in layout.values:  # the argument has its own v-node: ⊗ pairs the member with it
-            vnode = f"v{len(specs)}"
-            cols.append(F.col(value_col(source)).alias(vnode))
-        specs.append(AggregateSpec(op, arg_index, it.name, vnode))
-    return frame.with_annotations().select(*cols), tuple(specs)
+        distinct_col = None
+        if it.distinct:
+            distinct_col = f"d{j}"
+            cols.append(_distinct_id(df, seg, gid, j, it).alias(distinct_col))
+        label = it.argument if reads or (it.distinct and vnode is not None) else None
+        specs.append(AggregateSpec(p.op, arg_index, column, vnode, reads, label, distinct_col))
+    return df.select(*cols), tuple(specs)
+
+
+def _argument_vnodes(layout: Layout, it: AggregateItem, j: int, cols: list[Column]) -> tuple[str | None, tuple[str, ...]]:
+    """The members-table columns of the v-nodes aggregate ``j``'s argument reads (appended to
+    ``cols``): a bare column's own v-node (``v<j>``), or those an expression reads (``w<j>_<n>``)."""
+    source = it.argument.strip("`") if not it.literal and it.argument is not None and it.n_args == 1 else None
+    if source in layout.values:  # the argument has its own v-node: ⊗ pairs the member with it
+        cols.append(F.col(value_col(source)).alias(f"v{j}"))
+        return f"v{j}", ()
+    reads = []
+    for n, c in enumerate(r for r in it.references if r in layout.values):
+        cols.append(F.col(value_col(c)).alias(f"w{j}_{n}"))
+        reads.append(f"w{j}_{n}")
+    return None, tuple(reads)
+
+
+def _distinct_id(df: DataFrame, seg: int, gid: Column, j: int, it: AggregateItem) -> Column:
+    """The δ id of a member's distinct value (content: group, aggregate, the values as Spark
+    compares them), null when any argument is null (the member does not take part)."""
+    texts = it.arguments or ((it.argument,) if it.argument is not None else ())
+    xs = [F.expr(a) for a in texts]
+    types = df.select(*xs).schema if xs else T.StructType([])
+    keyed = [normalized(x, f.dataType) for x, f in zip(xs, types.fields)]
+    present = reduce(lambda a, b: a & b, [x.isNotNull() for x in xs], F.lit(True))
+    return F.when(present, node_hash_col(seg, gid, F.lit(j).cast("long"), *keyed))
 
 
 def group_output(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Sequence[Any],
-                 group_id: Callable[[list[Column]], Column]) -> DataFrame:
+                 group_id: Callable[[list[Column]], Column]) -> tuple[DataFrame, DataFrame | None]:
     """Exactly the plain aggregation (``collect_list`` rebuilt to keep member provenance), with
-    each group's δ id as its factor and each aggregate's v-node id."""
+    each group's δ id as its factor and each aggregate's v-node id; and the ``values`` table of
+    the black-box aggregates (``None`` without any): per group ``g``, ``y<j>`` the value as JSON."""
     out = _with_bags(frame, seg, agg, exprs) if agg.bags else agg.plain
-    gid = group_id([normalized(F.col(n), t) for n, t in zip(agg.key_names, agg.key_types)])
-    names = [it.name for _, _, it in agg.aggregates]
-    return out.select("*", gid.alias(factor(0)), *[aggregate_id_col(gid, n).alias(value_col(name)) for n, name in enumerate(names)])
+    if agg.order_dependent:  # the output and the graph must see the same values
+        out = frame.tracker.compute_once(out)
+    names = out.columns  # addressed by position: names may repeat (agg(F.sum("v"), F.sum("v")), k and K)
+    out = out.toDF(*[f"__lp_c{i}" for i in range(len(names))])
+
+    def col(i: int) -> Column:
+        return F.col(f"__lp_c{i}")
+
+    gid = group_id([normalized(col(i), t) for i, t in enumerate(agg.key_types)])
+    ids = [aggregate_id_col(gid, j).alias(value_col(p.column)) for j, p in enumerate(agg.planned) if p.column is not None]
+    boxes = [(j, p.position) for j, p in enumerate(agg.planned) if p.op is Op.BLACK_BOX and p.position is not None]
+    values = None
+    if boxes:
+        values = out.select(gid.alias("g"), *[value_json(col(i), out.schema[i].dataType).alias(f"y{j}") for j, i in boxes])
+    visible = [col(i).alias(names[i]) for i in range(agg.width)]
+    members = [col(names.index(bag_col(agg.items[j].name))).alias(bag_col(agg.items[j].name)) for j in agg.bags]
+    return out.select(*visible, gid.alias(factor(0)), *ids, *members), values
+
+
+def value_json(col: Column, dtype: T.DataType) -> Column:
+    """A value as the JSON a graph stores (:func:`lipspark.graph.expand.json_value` reads it):
+    ``{"v": value}``, or for a floating-point one its text, ``{"d": "NaN"}``, which keeps NaN
+    and the infinities (JSON has no spelling for them)."""
+    if isinstance(dtype, (T.FloatType, T.DoubleType)):
+        return F.to_json(F.struct(col.cast("string").alias("d")))
+    return F.to_json(F.struct(col.alias("v")))
 
 
 def _with_bags(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Sequence[Any]) -> DataFrame:
     """The aggregation with every ``collect_list`` collecting (value, member p-node) pairs, split
-    into the bag column and its hidden member column."""
+    into the bag column and its hidden member column (after the others: the user's columns keep
+    their positions)."""
     staged = frame.with_annotations().withColumn("__lp_m", frame.layout.member_col(seg))
     agg_exprs = list(exprs)
     for j in agg.bags:
@@ -204,12 +362,15 @@ def _with_bags(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Sequenc
             raise UnsupportedOperation("collect_list without an argument", "collect_list(column)")
         arg = F.expr(argument)
         agg_exprs[j] = F.collect_list(F.when(arg.isNotNull(), F.struct(arg.alias("v"), F.col("__lp_m").alias("m")))).alias(agg.items[j].name)
-    grouped = staged.groupBy(*agg.keys).agg(*agg_exprs)
+    hidden = [_black_box_column(p.item).alias(p.hidden) for p in agg.planned if p.hidden is not None]
+    grouped = staged.groupBy(*agg.keys).agg(*agg_exprs, *hidden)
     nkeys = len(agg.keys)
     out: list[Column] = []
-    for pos, c in enumerate(agg.plain.columns):
+    members: list[Column] = []
+    for pos, c in enumerate(grouped.columns):
         if pos - nkeys in agg.bags:
-            out += [F.transform(F.col(c), lambda s: s["v"]).alias(c), F.transform(F.col(c), lambda s: F.struct(s["m"].alias("m"))).alias(bag_col(c))]
+            out.append(F.transform(grouped[pos], lambda s: s["v"]).alias(c))
+            members.append(F.transform(grouped[pos], lambda s: F.struct(s["m"].alias("m"))).alias(bag_col(c)))
         else:
-            out.append(F.col(c))
-    return grouped.select(*out)
+            out.append(grouped[pos])
+    return grouped.select(*out[: agg.width], *out[agg.width:], *members)
