@@ -408,6 +408,8 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
     else:
         node_parts = [_nodes(groups, "p", s.op, s.label, s.seg)]
         edge_parts = [_edges(m["m"].to_numpy(dtype="int64"), m["g"].to_numpy(dtype="int64"))]  # member -> group, one per row
+    if any(a.black_box for a in s.aggregates) and "values" not in tables:
+        raise StoreError(f"group segment {s.seg} has black-box aggregates but no values table; the graph is corrupt")
     values = _values(tables.get("values"))
     parts = [_member_products(s, m)]
     for j, spec in enumerate(s.aggregates):

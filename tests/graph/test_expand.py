@@ -125,6 +125,8 @@ def test_a_black_box_aggregate_has_an_edge_from_every_member_and_the_recorded_va
     node = nodes[nodes["id"] == aggregate_ids(9, 0)].iloc[0]
     assert (Op(node["op"]), node["label"], node["value"]) == (Op.BLACK_BOX, "stddev", 1.5)
     assert sorted(edges.loc[edges["dst"] == aggregate_ids(9, 0), "src"]) == sorted([*rid, 555])
+    with pytest.raises(StoreError, match="no values table"):
+        expand_segments([(hr, r), (seg, {"members": members})])
 
 
 def test_an_expression_over_aggregates_is_fed_by_the_group_and_its_aggregates():
