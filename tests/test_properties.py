@@ -8,13 +8,18 @@ filter / select / join / union / distinct / groupBy-agg, we check:
    reference's (which validates the reference itself);
 2. per distinct output tuple, the sum of its rows' polynomials equals the reference's (sympy
    normal form);
-3. aggregate values (Σ member ⊗ value) equal the reference's, per output row;
+3. aggregate values (Σ member ⊗ value, δ(Σ members with a value) ⊗ value for DISTINCT, black
+   boxes of the members or of the group for ``stddev``/``var_pop`` and expressions over
+   aggregates) equal the reference's, per output row; aggregates take columns or expressions
+   over a column (``sum(v * 2)``, ``count(when(v > 1, 1))``);
 4. for plans without δ (no distinct, no group-by), the polynomial evaluated in COUNTING with
    every token 1 is the tuple's multiplicity;
 5. deletion propagation in BOOLEAN: with some base tuples deleted, the tuples whose polynomial
    stays true are exactly those of a re-run without the deleted rows (plans without group-by),
    and for a top-level group-by (nothing aggregated below) the surviving groups and the Boolean
-   evaluation of each aggregate value equal the re-run's.
+   evaluation of each aggregate value equal the re-run's, and so do the graph's what-if values
+   (:func:`lipspark.query.deletion.delete`), but for the aggregates without a ⊗ form, whose
+   what-if is unknown as soon as a member of the group is deleted (never a stale value).
 """
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ import math
 import os
 from collections import Counter
 from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Union
 
 import pytest
@@ -31,8 +37,10 @@ from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
 from lipspark import Tracker
-from lipspark.semiring import BOOLEAN, COUNTING, evaluate, normal_form, plus
+from lipspark.query.deletion import UNKNOWN, delete
+from lipspark.semiring import BOOLEAN, COUNTING, AggValue, evaluate, normal_form, plus, tokens
 from tests import reference as ref
+from tests.util import reference_form, value_form
 
 SETTINGS = settings(
     # LIPSPARK_PROPERTY_EXAMPLES=300 for a longer hunt; 25 keeps this file around a minute
@@ -89,10 +97,20 @@ class Distinct:
 
 
 @dataclass(frozen=True)
+class Arg:
+    """An aggregate's argument that is an expression over one column (:data:`ARGUMENTS`), or
+    for ``fn == "expr"`` an expression over aggregates of a column (:data:`EXPRESSIONS`)."""
+
+    template: str
+    column: str
+
+
+@dataclass(frozen=True)
 class Agg:
     child: "Plan"
     keys: tuple[str, ...]
-    aggs: tuple[tuple[str, str, str | None], ...]  # (alias, fn, column or None for count(*))
+    # (alias, fn, argument): a column, None for count(*), an Arg, or columns for count_distinct
+    aggs: tuple[tuple[str, str, Any], ...]
 
 
 Plan = Union[Base, Filter, Select, Join, Union_, Distinct, Agg]
@@ -156,10 +174,21 @@ def plans(draw, depth: int = 3) -> Plan:
         return Distinct(child)
     if kind == "agg":
         keys = _subset(draw, cols, 0 if draw(st.integers(0, 9)) == 0 else 1, 2)
-        cands: list[tuple[str, str, str | None]] = [("cnt", "count", None)]
+        cands: list[tuple[str, str, Any]] = [("cnt", "count", None)]
         for c in cols:
             for fn in ("count", "sum", "min", "max", "avg"):
                 cands.append((f"{'cnt' if fn == 'count' else fn}_{c}", fn, c))
+            # newer: expressions as arguments, DISTINCT, black boxes, expressions over aggregates
+            tmpl = draw(st.sampled_from(sorted(ARGUMENTS)))
+            fn = draw(st.sampled_from(["count", "sum", "min", "max", "avg"]))
+            cands.append((f"{tmpl}{fn}_{c}", fn, Arg(tmpl, c)))
+            cands += [(f"cd_{c}", "count_distinct", c), (f"sd_{c}", "sum_distinct", c), (f"std_{c}", "stddev", c),
+                      (f"vp_{c}", "var_pop", c)]
+            tmpl = draw(st.sampled_from(sorted(EXPRESSIONS)))
+            cands.append((f"{tmpl}_{c}", "expr", Arg(tmpl, c)))
+        if len(cols) > 1:
+            pair = tuple(draw(st.permutations(cols))[:2])
+            cands.append(("cd2", "count_distinct", pair))
         cands = [a for a in cands if a[0] not in keys]
         aggs = draw(st.lists(st.sampled_from(cands), unique_by=lambda a: a[0], min_size=1, max_size=3))
         return Agg(child, tuple(keys), tuple(aggs))
@@ -200,7 +229,52 @@ def relations(draw) -> dict[str, list[tuple]]:
 
 
 # ---------------------------------------------------------------------- running a plan
-_AGG_FNS = {"count": F.count, "sum": F.sum, "min": F.min, "max": F.max, "avg": F.avg}
+_AGG_FNS = {"count": F.count, "sum": F.sum, "min": F.min, "max": F.max, "avg": F.avg, "sum_distinct": F.sum_distinct,
+            "stddev": F.stddev, "var_pop": F.var_pop}
+#: Aggregates without a ⊗ form (a black box per group): their what-if is unknown.
+BLACK_BOXES = ("stddev", "var_pop", "expr")
+
+
+def _round(x: Any, digits: int) -> Any:
+    """Spark's round: half up, on the decimal text of the double."""
+    return None if x is None else float(Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP))
+
+
+#: Argument expressions over a column: (PySpark column, the same on a Python value).
+ARGUMENTS: dict[str, tuple[Any, Any]] = {
+    "x2": (lambda c: F.col(c) * 2, lambda v: None if v is None else v * 2),
+    "pos": (lambda c: F.when(F.col(c) > 1, F.col(c)).otherwise(0), lambda v: v if v is not None and v > 1 else 0),
+    "coal": (lambda c: F.coalesce(F.col(c), F.lit(0)), lambda v: 0 if v is None else v),
+    "flag": (lambda c: F.when(F.col(c) > 1, 1), lambda v: 1 if v is not None and v > 1 else None),
+}
+#: Expressions over aggregates of a column: (PySpark column, the reference's Expression).
+EXPRESSIONS: dict[str, tuple[Any, Any]] = {
+    "spread": (lambda c: F.max(c) - F.min(c),
+               lambda c: ref.Expression(lambda hi, lo: None if hi is None else hi - lo, (("max", c), ("min", c)))),
+    "plusn": (lambda c: F.sum(c) + F.count(F.lit(1)),
+              lambda c: ref.Expression(lambda s, n: None if s is None else s + n, (("sum", c), ("count", None)))),
+    "rnd": (lambda c: F.round(F.avg(c), 1), lambda c: ref.Expression(lambda a: _round(a, 1), (("avg", c),))),
+}
+
+
+def agg_column(alias: str, fn: str, arg: Any) -> Any:
+    """One aggregate of an :class:`Agg` as a PySpark column."""
+    if fn == "expr":
+        return EXPRESSIONS[arg.template][0](arg.column).alias(alias)
+    if fn == "count_distinct":
+        return F.count_distinct(*[F.col(c) for c in (arg if isinstance(arg, tuple) else (arg,))]).alias(alias)
+    col = F.lit(1) if arg is None else ARGUMENTS[arg.template][0](arg.column) if isinstance(arg, Arg) else F.col(arg)
+    return _AGG_FNS[fn](col).alias(alias)
+
+
+def reference_aggregate(alias: str, fn: str, arg: Any) -> tuple[str, str, Any]:
+    """One aggregate of an :class:`Agg` as :func:`tests.reference.group_by` takes it."""
+    if fn == "expr":
+        return alias, fn, EXPRESSIONS[arg.template][1](arg.column)
+    if isinstance(arg, Arg):
+        python, column = ARGUMENTS[arg.template][1], arg.column
+        return alias, fn, lambda d: python(d[column])
+    return alias, fn, arg
 
 
 def run_plan(plan: Plan, frames: dict[str, Any]) -> Any:
@@ -225,10 +299,7 @@ def run_plan(plan: Plan, frames: dict[str, Any]) -> Any:
     if isinstance(plan, Distinct):
         return run_plan(plan.child, frames).distinct()
     if isinstance(plan, Agg):
-        exprs = []
-        for alias, fn, col in plan.aggs:
-            arg = F.lit(1) if col is None else F.col(col)
-            exprs.append(_AGG_FNS[fn](arg).alias(alias))
+        exprs = [agg_column(*a) for a in plan.aggs]
         return run_plan(plan.child, frames).groupBy(*plan.keys).agg(*exprs)
     raise TypeError(plan)
 
@@ -249,7 +320,7 @@ def run_reference(plan: Plan, rels: dict[str, ref.KRelation]) -> ref.KRelation:
     if isinstance(plan, Distinct):
         return ref.distinct(run_reference(plan.child, rels))
     if isinstance(plan, Agg):
-        return ref.group_by(run_reference(plan.child, rels), list(plan.keys), list(plan.aggs))
+        return ref.group_by(run_reference(plan.child, rels), list(plan.keys), [reference_aggregate(*a) for a in plan.aggs])
     raise TypeError(plan)
 
 
@@ -332,11 +403,11 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
     agg_cols = sorted({c for r in reference.rows for c in r.aggs})
     if agg_cols:
         ref_aggs = Counter(
-            (tuple(ref.norm_value(r.data[c]) for c in reference.columns), frozenset((c, a.normal_form()) for c, a in r.aggs.items()))
+            (tuple(ref.norm_value(r.data[c]) for c in reference.columns), frozenset((c, reference_form(a)) for c, a in r.aggs.items()))
             for r in reference.rows
         )
         lip_aggs = Counter(
-            (key_of(r.row), frozenset((c, renormalize(g.value(r.annotation, c).normal_form())) for c in agg_cols if c in r.annotation.values))
+            (key_of(r.row), frozenset((c, value_form(g.value(r.annotation, c))) for c in agg_cols if c in r.annotation.values))
             for r in arows
         )
         assert lip_aggs == ref_aggs, why
@@ -344,11 +415,13 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
             for c, a in r.aggs.items():
                 assert close(a.result, r.data[c]), why
         # every row annotation evaluates to 1 in COUNTING (tokens 1, δ of a non-zero 1), so each
-        # aggregate value Σ kᵢ ⊗ vᵢ evaluates to the plain aggregate in the row's data
+        # aggregate value Σ kᵢ ⊗ vᵢ evaluates to the plain aggregate in the row's data; a black
+        # box's recorded value is the data
         for r in arows:
             for c in agg_cols:
                 if c in r.annotation.values:
-                    v = evaluate(g.value(r.annotation, c), COUNTING)
+                    value = g.value(r.annotation, c)
+                    v = evaluate(value, COUNTING) if isinstance(value, AggValue) else g.node(r.annotation.values[c])["value"]
                     assert close(v, r.row[c]), f"{c}: COUNTING {v} != data {r.row[c]}\n{why}"
 
     # (4) no δ: COUNTING with every token 1 is the bag multiplicity
@@ -370,16 +443,25 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
     elif isinstance(plan, Agg) and not has(plan.child, (Agg,)):
         nk = len(plan.keys)
         rerun = {key_of(r)[:nk]: r for r in run_plan(plan, plain_frames(spark, kept)).collect()}
+        changed = {c.node: c.after for c in delete(g, [g.token_id(tok) for tok in deleted]).values}
         for r in arows:
             k = key_of(r.row)[:nk]
-            alive = evaluate(g.polynomial(r.annotation), BOOLEAN, valuation, default=True)
+            polynomial = g.polynomial(r.annotation)
+            alive = evaluate(polynomial, BOOLEAN, valuation, default=True)
             if nk:
                 assert alive == (k in rerun), why
             if not alive:
                 continue
-            for alias, _, _ in plan.aggs:
+            touched = bool(tokens(polynomial) & deleted)  # a member of the group was deleted
+            for alias, fn, _ in plan.aggs:
+                node = r.annotation.values[alias]
+                what_if = changed.get(node, g.node(node)["value"])
+                if fn in BLACK_BOXES:  # no ⊗ form: unknown as soon as a member goes, else unchanged
+                    assert what_if is UNKNOWN if touched else node not in changed, f"{alias}: what-if {what_if}\n{why}"
+                    continue
                 v = evaluate(g.value(r.annotation, alias), BOOLEAN, valuation, default=True)
                 assert close(v, rerun[k][alias]), f"{alias}: boolean {v} != re-run {rerun[k][alias]}\n{why}"
+                assert close(what_if, rerun[k][alias]), f"{alias}: what-if {what_if} != re-run {rerun[k][alias]}\n{why}"
 
 
 @SETTINGS
@@ -396,6 +478,10 @@ DATA = {
     "S": [(10, 1, 0, 1), (11, 2, 1, None), (12, 1, 1, 3)],
 }
 _ALL_AGGS = (("cnt", "count", None), ("cnt_v", "count", "v"), ("sum_v", "sum", "v"), ("min_v", "min", "v"), ("max_v", "max", "v"), ("avg_v", "avg", "v"))
+_NEW_AGGS = (("x2sum_v", "sum", Arg("x2", "v")), ("flagcount_v", "count", Arg("flag", "v")), ("posavg_b", "avg", Arg("pos", "b")),
+             ("cd_a", "count_distinct", "a"), ("cd_v", "count_distinct", "v"), ("cd2", "count_distinct", ("a", "v")),
+             ("sd_v", "sum_distinct", "v"), ("std_v", "stddev", "v"), ("vp_v", "var_pop", "v"),
+             ("spread_v", "expr", Arg("spread", "v")), ("plusn_v", "expr", Arg("plusn", "v")), ("rnd_v", "expr", Arg("rnd", "v")))
 
 FIXED = {
     "join_group_all_aggs": Agg(Join(Base("R"), Select(Base("S"), ("a", "sid")), ("a",), ("a", "sid")), ("a",), _ALL_AGGS),
@@ -405,6 +491,10 @@ FIXED = {
         (("sum_cnt", "sum", "cnt"), ("avg_cnt", "avg", "cnt")),
     ),
     "self_join": Select(Join(Base("R"), Select(Base("R"), ("a",)), ("a",), ("a",)), ("a", "b")),
+    "join_group_new_aggs": Agg(Join(Base("R"), Select(Base("S"), ("a", "sid")), ("a",), ("a", "sid")), ("a",), _NEW_AGGS),
+    "new_aggs_of_aggs": Agg(Agg(Base("R"), ("a",), (("cnt", "count", None), ("std_v", "stddev", "v"), ("spread_v", "expr", Arg("spread", "v")))),
+                            ("cnt",), (("x2sum_cnt", "sum", Arg("x2", "cnt")), ("cd_cnt", "count_distinct", "cnt"),
+                                       ("sum_std_v", "sum", "std_v"), ("max_spread_v", "max", "spread_v"))),
 }
 
 
@@ -418,6 +508,11 @@ def test_fixed_plans(spark, name):
 def test_global_aggregate_nonempty(spark):
     plan = Agg(Base("R"), (), _ALL_AGGS)
     check_plan(spark, DATA, plan, {"R:0", "R:1", "R:2", "R:3"})
+    check_plan(spark, DATA, Agg(Base("R"), (), _NEW_AGGS), {"R:0", "R:3"})
+
+
+def test_new_aggregates_over_empty_input(spark):
+    check_plan(spark, DATA, Agg(Filter(Base("R"), "a", ">", 5), (), _NEW_AGGS), set())
 
 
 def test_global_aggregate_over_empty_input(spark):
