@@ -83,7 +83,8 @@ def operations(graph: GraphIndex, positions: np.ndarray | None = None) -> list[s
     TIMES and the module boundary nodes (INPUT, STATE, OUTPUT: products with the invocation)
     are ``times``; PLUS ``plus``; DELTA ``delta``; BLACK_BOX (a relation- or value-level UDF,
     whatever it is called) ``black_box``; TENSOR ``tensor``; COUNT … AVG ``aggregate``;
-    TOKEN ``token``; CONSTANT ``constant``.
+    TOKEN ``token``; CONSTANT ``constant``; CONDITION (a filter, join or grouping over values)
+    ``condition``.
 
     >>> import pandas as pd
     >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4, 5], "kind": ["p", "v", "v", "v", "v"],

@@ -88,7 +88,7 @@ _EXACT = decimal.Context(prec=80)
 
 def _decimal_avg(present: list[tuple[Any, int]]) -> decimal.Decimal:
     """Spark's average of decimals: exact, then rounded half up to the members' scale + 4."""
-    scale = min(max(-v.as_tuple().exponent for v, _ in present) + 4, _MAX_SCALE)  # type: ignore[operator]
+    scale = min(max(-v.as_tuple().exponent for v, _ in present) + 4, _MAX_SCALE)
     total = sum((v * w for v, w in present), decimal.Decimal(0))
     mean = _EXACT.divide(total, decimal.Decimal(sum(w for _, w in present)))
     return mean.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP, context=_EXACT)
