@@ -71,6 +71,11 @@ def _parquet_source(df: DataFrame) -> list[FileRef] | None:
             return None
         if "Parquet" not in rel.fileFormat().getClass().getSimpleName() or rel.partitionSchema().size() > 0:
             return None
+        # A cached scan (this frame's plan, or the same plan cached through another frame) is
+        # served from memory, where the file metadata columns that make (file, row) ids are
+        # null: copy the tuples instead.
+        if df._jdf.storageLevel().useMemory() or df._jdf.storageLevel().useDisk():
+            return None
     except Exception:  # not a classic DataFrame (e.g. Spark Connect): copy the tuples instead
         return None
     out = []

@@ -9,16 +9,20 @@ which black-box UDFs it calls. Anything it does not recognise is reported, never
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 
 __all__ = [
     "ProjectionItem",
     "Projection",
     "AggregateItem",
     "analyzed",
+    "condition_sql",
+    "join_references",
+    "column_references",
     "node_name",
     "read_projection",
     "read_aggregate",
@@ -164,6 +168,46 @@ def read_condition(filtered: DataFrame) -> "_Node | None":
     if node_name(top) != "Filter":
         return None
     return _tree(top.condition())
+
+
+def join_references(joined: DataFrame) -> tuple[str, ...]:
+    """The columns the condition of ``joined``'s top Join reads (names, either side)."""
+    top = analyzed(joined)
+    if node_name(top) == "Project" and node_name(top.child()) == "Join":
+        top = top.child()
+    if node_name(top) != "Join" or not top.condition().isDefined():
+        return ()
+    return references(_tree(top.condition().get()))
+
+
+def column_references(df: DataFrame, col: Column) -> tuple[str, ...]:
+    """The columns of ``df`` an expression reads."""
+    top = analyzed(df.select(col))
+    return tuple(sorted({r for e in _seq(top.projectList()) for r in references(_tree(e))}))
+
+
+def condition_sql(df: DataFrame) -> str | None:
+    """The SQL text of the condition of ``df``'s top Filter or Join (``None`` without one), as
+    Spark prints it: ``(big_qty > 300)``."""
+    top = analyzed(df)
+    name = node_name(top)
+    if name == "Filter":
+        return _readable(str(top.condition().sql()))
+    if name == "Project" and node_name(top.child()) == "Join":  # a join on names
+        top = top.child()
+        name = "Join"
+    if name == "Join" and top.condition().isDefined():
+        return _readable(str(top.condition().get().sql()))
+    return None
+
+
+def _readable(sql: str) -> str:
+    """Spark's SQL text without the casts of numeric literals it adds: ``(n > 300)``.
+
+    >>> _readable("(tot > CAST(300 AS BIGINT))")
+    '(tot > 300)'
+    """
+    return re.sub(r"CAST\((-?[0-9.]+(?:E-?[0-9]+)?[LDSY]?) AS [A-Z]+(?:\([0-9, ]+\))?\)", r"\1", sql)
 
 
 def read_projection(source: DataFrame, projected: DataFrame) -> Projection | None:

@@ -63,13 +63,13 @@ LPS_PREFIX = "lps"
 #: Default refusal threshold of :func:`write_prov` (PROV documents are built in memory).
 MAX_NODES = 200_000
 #: The ``lps:operation`` values: the semiring operation a node applies to its children.
-OPERATIONS = ("token", "times", "plus", "delta", "tensor", "aggregate", "black_box", "constant")
+OPERATIONS = ("token", "times", "plus", "delta", "tensor", "aggregate", "black_box", "constant", "condition")
 
 #: The operation of each node operator; invocations and zoomed-out modules are activities (None).
 _OPERATION: dict[Op, str | None] = {
     Op.TOKEN: "token", Op.INVOCATION: None, Op.ZOOM: None, Op.TIMES: "times", Op.PLUS: "plus", Op.DELTA: "delta",
     Op.BLACK_BOX: "black_box", Op.INPUT: "times", Op.STATE: "times", Op.OUTPUT: "times", Op.TENSOR: "tensor",
-    Op.CONSTANT: "constant", **{o: "aggregate" for o in AGGREGATE_OPS},
+    Op.CONSTANT: "constant", Op.CONDITION: "condition", **{o: "aggregate" for o in AGGREGATE_OPS},
 }
 _OPERATION_BY_CODE = np.array([None] + [_OPERATION[Op(c)] for c in range(1, max(Op) + 1)], dtype=object)
 _ACTIVITY = (int(Op.INVOCATION), int(Op.ZOOM))
@@ -83,7 +83,8 @@ def operations(graph: GraphIndex, positions: np.ndarray | None = None) -> list[s
     TIMES and the module boundary nodes (INPUT, STATE, OUTPUT: products with the invocation)
     are ``times``; PLUS ``plus``; DELTA ``delta``; BLACK_BOX (a relation- or value-level UDF,
     whatever it is called) ``black_box``; TENSOR ``tensor``; COUNT … AVG ``aggregate``;
-    TOKEN ``token``; CONSTANT ``constant``.
+    TOKEN ``token``; CONSTANT ``constant``; CONDITION (a filter, join or grouping over values)
+    ``condition``.
 
     >>> import pandas as pd
     >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4, 5], "kind": ["p", "v", "v", "v", "v"],

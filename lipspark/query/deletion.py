@@ -12,7 +12,9 @@ Then the aggregate v-nodes that survive but lost ⊗ children (Count, Sum, Min, 
 recomputed over their surviving ⊗ children with :func:`lipspark.vocabulary.aggregate` (Example
 4.3), and the change flows on through the value nodes that carry a value across a module
 boundary (INPUT/STATE/OUTPUT v-nodes) and through aggregates over them; a black box whose input
-value changed cannot be recomputed here and is reported as unknown.
+value changed cannot be recomputed here and is reported as unknown, and so is a CONDITION (a
+filter, join or grouping over values, :mod:`lipspark.capture.rules.condition`) when a value it
+read changed: the rows it decided may differ, and :attr:`DeletionResult.exact` is then false.
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
@@ -84,6 +86,18 @@ class DeletionResult:
     #: positions in ``graph`` of the surviving and of the removed outputs, in node-id order
     surviving_output_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     removed_output_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+
+    @property
+    def exact(self) -> bool:
+        """Whether the what-if is what a re-run gives: no value became unknown (a black box
+        or a condition over a changed value)."""
+        return not any(c.after is UNKNOWN for c in self.values)
+
+    @property
+    def conditions(self) -> list[ValueChange]:
+        """The filters, joins and groupings over values that read a changed value: the rows
+        they kept or dropped may differ from a re-run's."""
+        return [c for c in self.values if int(self.graph.op[self.graph.position(c.node)]) == int(Op.CONDITION)]
 
     @property
     def view(self) -> GraphIndex:
@@ -189,6 +203,10 @@ def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
             if not vk or vk[0] not in changed:
                 continue
             new = changed[vk[0]]
+        elif op == int(Op.CONDITION):  # a filter/join/grouping over values: did one it read change?
+            if not any(k in changed for k in kids):
+                continue
+            new = UNKNOWN
         elif op != int(Op.BLACK_BOX) or not len(g.children(pos)):  # ⊗, constants
             continue
         else:  # a black box downstream of the deletion: its function is not in the graph

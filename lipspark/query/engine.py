@@ -314,7 +314,7 @@ class Session:
         for c, d in zip(r.values, described):
             values.append({"node": c.node, "name": d["name"], "label": c.label, "op": d["op"], "module": d["module"], "execution": d["execution"],
                            "relation": d["relation"], "column": d["column"], "tuple": d["tuple"], "before": _plain(c.before), "after": _plain(c.after)})
-        unknown = any(v["after"] == "unknown" for v in values)
+        unknown = any(v["after"] == "unknown" and v["op"] != "condition" for v in values)
         return Result(
             str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
             summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed"

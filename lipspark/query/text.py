@@ -77,6 +77,8 @@ def node_name(row: dict[str, Any]) -> str:
         return f"{row['column']} of {what}" if row.get("column") else what
     if op == "black_box":
         return f"{label} (black box)"
+    if op == "condition":
+        return f"{label} (condition over values)"
     if op in ("count", "sum", "min", "max", "avg"):
         return f"{label} (aggregate)"
     return _OPERATORS.get(op, label or op)
@@ -170,11 +172,14 @@ def shown_value(v: Any) -> str:
 def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     """A what-if's changed values for people: one row per output tuple (``Amount 19500.0 → ?``)
     and a line counting the others — the same values carried into inputs and state, and values
-    inside modules (black boxes, aggregates), which ``--format json`` lists. A graph without
-    module outputs (one annotated computation) lists the values inside instead."""
+    inside modules (black boxes, aggregates), which ``--format json`` lists; first, the conditions
+    over values (filters, joins, groupings) that read a changed value, whose rows may differ
+    from a re-run's. A graph without module outputs (one annotated computation) lists the
+    values inside instead."""
     groups: dict[tuple[Any, ...], dict[str, Any]] = {}
     inside: dict[str, int] = {}
     inside_rows: list[dict[str, Any]] = []
+    conditions: list[str] = []
     carried = 0
     for v in values:
         change = f"{shown_value(v['before'])} → {shown_value(v['after'])}"
@@ -186,6 +191,9 @@ def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
             g["change"].append(f"{v['column']} {change}")
         elif v["op"] in ("input", "state"):
             carried += 1
+        elif v["op"] == "condition":
+            where = f" in {v['module']}" if v.get("module") else ""
+            conditions.append(f"{v['label']}{where}")
         else:
             what = f"{v['label'] or v['op']} {change}"
             inside[what] = inside.get(what, 0) + 1
@@ -202,4 +210,9 @@ def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
         shown = ", ".join(f"{k}" + (f" (×{n})" if n > 1 else "") for k, n in kinds[:6])
         also.append(f"inside modules: {shown}" + (f" and {len(kinds) - 6} other change(s)" if len(kinds) > 6 else ""))
     text = ("also changed: " + "; ".join(also) + " (--format json lists every changed value)") if also else ""
+    if conditions:
+        names = sorted(set(conditions))
+        text = (f"not exact: {len(names)} condition(s) read a changed value, so the rows they kept or dropped may differ "
+                f"from a re-run's: " + "; ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+                + ("\n" + text if text else ""))
     return rows, text

@@ -9,15 +9,22 @@ deletion propagation (the what-if value) and the semirings (``Σ kᵢ ⊗ vᵢ``
 * Count is the number (weighted: the multiplicities) of non-null values, 0 over none;
 * Sum, Min, Max and Avg are over the non-null values and null (``None``) over none;
 * NaN is a value, not a null, as in Spark: Sum and Avg with a NaN are NaN, Max with a NaN is
-  NaN (Spark orders NaN above every number), Min is NaN only when every value is NaN.
+  NaN (Spark orders NaN above every number), Min is NaN only when every value is NaN;
+* Avg of decimals is a decimal with 4 more decimal places than its members, rounded half up,
+  as Spark types it (``avg`` of ``decimal(p, s)`` is ``decimal(p + 4, s + 4)``); of other
+  numbers a float.
 
 >>> aggregate("Count", [None, 1, 2]), aggregate(Op.SUM, [None, 1, 2]), aggregate("Avg", [])
 (2, 3, None)
 >>> aggregate("Sum", [3, 4], weights=[2, 1]), aggregate("Min", [float("nan"), 2.0])
 (10, 2.0)
+>>> from decimal import Decimal
+>>> aggregate("Avg", [Decimal("0.04"), Decimal("0.05"), Decimal("0.05")])
+Decimal('0.046667')
 """
 from __future__ import annotations
 
+import decimal
 import math
 from typing import Any, Sequence
 
@@ -64,6 +71,8 @@ def aggregate(op: "Op | str", values: Sequence[Any], weights: Sequence[int] | No
     if agg is Op.SUM:
         return sum(v * w for v, w in present)
     if agg is Op.AVG:
+        if all(isinstance(v, decimal.Decimal) and v.is_finite() for v, _ in present):
+            return _decimal_avg(present)
         return float(sum(v * w for v, w in present)) / sum(w for _, w in present)
     vals = [v for v, _ in present]
     nans = [v for v in vals if _is_nan(v)]
@@ -71,3 +80,15 @@ def aggregate(op: "Op | str", values: Sequence[Any], weights: Sequence[int] | No
     if agg is Op.MAX:
         return nans[0] if nans else max(numbers)
     return min(numbers) if numbers else nans[0]
+
+
+_MAX_SCALE = 38  # Spark's DecimalType.MAX_SCALE
+_EXACT = decimal.Context(prec=80)
+
+
+def _decimal_avg(present: list[tuple[Any, int]]) -> decimal.Decimal:
+    """Spark's average of decimals: exact, then rounded half up to the members' scale + 4."""
+    scale = min(max(-v.as_tuple().exponent for v, _ in present) + 4, _MAX_SCALE)
+    total = sum((v * w for v, w in present), decimal.Decimal(0))
+    mean = _EXACT.divide(total, decimal.Decimal(sum(w for _, w in present)))
+    return mean.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP, context=_EXACT)

@@ -20,6 +20,8 @@ ZOOM           p     a zoomed-out invocation (ZoomOut, Definition 4.1): a black 
 TENSOR         v     ⊗ : a member's p-node paired with its value, inside an aggregate
 COUNT … AVG    v     an aggregate Σ pᵢ ⊗ vᵢ over its ⊗ children
 CONSTANT       v     a value without provenance of its own (a member's value); a leaf
+CONDITION      v     a filter, join or grouping whose decision read values (HAVING, a join
+                     with an aggregate): its children are every v-node it read
 =============  ====  =====================================================================
 
 >>> Op.DELTA.label, Op.parse("delta") is Op.DELTA, Op.parse("δ") is Op.DELTA
@@ -56,6 +58,7 @@ class Op(IntEnum):
     MAX = 15
     AVG = 16
     CONSTANT = 17
+    CONDITION = 18
 
     @property
     def label(self) -> str:
@@ -112,7 +115,7 @@ _LABELS = {
     Op.TOKEN: "token", Op.INVOCATION: "invocation", Op.TIMES: "·", Op.PLUS: "+", Op.DELTA: "δ",
     Op.BLACK_BOX: "black box", Op.INPUT: "·", Op.STATE: "·", Op.OUTPUT: "·", Op.ZOOM: "zoom",
     Op.TENSOR: "⊗", Op.COUNT: "Count", Op.SUM: "Sum", Op.MIN: "Min", Op.MAX: "Max", Op.AVG: "Avg",
-    Op.CONSTANT: "constant",
+    Op.CONSTANT: "constant", Op.CONDITION: "condition",
 }
 _BY_TEXT = {o.name.lower(): o for o in Op}
 _BY_TEXT.update({"·": Op.TIMES, "+": Op.PLUS, "δ": Op.DELTA, "⊗": Op.TENSOR, "black_box": Op.BLACK_BOX})

@@ -146,7 +146,19 @@ def test_every_semiring_operation_labels_a_derivation():
     assert derived == {"times", "plus", "delta", "tensor", "aggregate", "black_box"}
     leaves = {a["operation"] for a in entities(doc).values()} - derived
     assert leaves == {"token", "constant"}  # leaves: never derived
-    assert derived | leaves == set(OPERATIONS)
+    assert derived | leaves | {"condition"} == set(OPERATIONS)  # figure 2c filters on no value
+
+
+def test_a_condition_over_values_exports_as_condition():
+    import pandas as pd
+
+    from lipspark.export.prov import operations
+    from lipspark.graph.index import GraphIndex
+
+    g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": ["v", "v"], "op": ["sum", "condition"],
+                                       "label": ["Sum", "filter (tot > 300)"]}),
+                         pd.DataFrame({"src": [1], "dst": [2]}))
+    assert operations(g) == ["aggregate", "condition"]
 
 
 def test_multiplicity():

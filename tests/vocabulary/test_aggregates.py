@@ -82,3 +82,20 @@ def test_count_skips_nulls_everywhere():
     assert evaluate(g.value(aggregate_ids(GROUP, 0)), COUNTING, {}, default=1) == 2
     r = delete(g, [tokens[1]])
     assert {c.node: c.after for c in r.values}[aggregate_ids(GROUP, 0)] == 1
+
+
+def test_avg_of_decimals_is_sparks_decimal(spark):
+    """Avg of decimal(15, 2) is decimal(19, 6) rounded half up in Spark; the graph's value and a
+    what-if's must be that number, not a float (found by the TPC-H oracle, Q1's avg_disc)."""
+    from decimal import Decimal
+
+    from pyspark.sql import functions as F
+
+    cases = [[Decimal("0.01")] + [Decimal("0.00")] * 31,  # 0.0003125: half up gives 0.000313
+             [Decimal("0.05"), Decimal("0.04"), Decimal("0.06"), Decimal("0.05"), Decimal("0.03"), Decimal("0.07"), Decimal("0.02")],
+             [Decimal("-1.00"), Decimal("0.01"), Decimal("0.01")]]
+    for values in cases:
+        df = spark.createDataFrame([(v,) for v in values], "d decimal(15,2)")
+        expected = df.agg(F.avg("d")).first()[0]
+        got = aggregate(Op.AVG, values)
+        assert (got, str(got)) == (expected, str(expected))

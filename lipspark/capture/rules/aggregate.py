@@ -40,7 +40,9 @@ from pyspark.sql import types as T
 from lipspark.capture.layout import Layout, check_visible
 from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
 from lipspark.capture.plan import AggregateItem, read_aggregate
+from lipspark.capture.plan import column_references
 from lipspark.capture.rules._common import BLACK_BOX_HINT, normalized
+from lipspark.capture.rules.condition import record_condition, valued_columns
 from lipspark.errors import UnsupportedOperation
 from lipspark.vocabulary import SPARK_AGGREGATES, AggregateSpec, GroupSegment, Op
 from lipspark.vocabulary.ids import aggregate_id_col, node_hash_col, positional
@@ -144,6 +146,7 @@ def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
             check_visible(k)
     agg = read_aggregation(frame, keys, exprs, distinct=distinct)
     tracker = frame.tracker
+    _record_grouping(frame, keys, distinct)
     seg = tracker.builder.allocate()
     tracker.share(frame.with_annotations())
     group_id = _group_id(seg, keyless=not agg.keys)
@@ -155,6 +158,20 @@ def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
     tracker.builder.record(segment, **tables)
     value_names = tuple(p.column for p in agg.planned if p.column is not None)
     return frame.derive(out, Layout(1, value_names, tuple(agg.items[j].name for j in agg.bags)))
+
+
+def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool) -> None:
+    """Groups keyed by values with v-nodes (a group-by on a count, a distinct over an aggregate)
+    depend on those values: a CONDITION node over them (:mod:`~lipspark.capture.rules.condition`)."""
+    if not frame.layout.values:
+        return
+    df = frame.with_annotations()
+    read: set[str] = set(frame.columns) if distinct else set()
+    for k in keys:
+        read.update([k] if isinstance(k, str) else column_references(df, k))
+    valued = valued_columns(read, frame.layout.values)
+    if valued:
+        record_condition(frame.tracker, [(df, valued)], f"{'distinct' if distinct else 'groupBy'} on {', '.join(valued)}")
 
 
 def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], *, distinct: bool = False) -> Aggregation:

@@ -13,7 +13,9 @@ from pyspark.sql import functions as F
 
 from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import bag_col, factor, value_col
+from lipspark.capture.plan import condition_sql, join_references
 from lipspark.capture.rules._common import BLACK_BOX_HINT, same_tracker
+from lipspark.capture.rules.condition import record_condition, valued_columns
 from lipspark.errors import UnsupportedOperation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +39,18 @@ def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = Non
         raise UnsupportedOperation("join without a condition", "crossJoin(other) for a Cartesian product")
     keys = {on} if isinstance(on, str) else ({c for c in on if isinstance(c, str)} if isinstance(on, (list, tuple)) else set())
     aligned, layout = _align_right(left, right, keys)
-    return left.derive(left.with_annotations().join(aligned, on, "inner"), layout)
+    joined = left.with_annotations().join(aligned, on, "inner")
+    _record_condition(left, right, keys or set(join_references(joined)), joined)
+    return left.derive(joined, layout)
+
+
+def _record_condition(left: AnnotatedFrame, right: AnnotatedFrame, read: set[str], joined: DataFrame) -> None:
+    """A join whose condition reads values with v-nodes (``amount == best``, a join on an
+    aggregate) records a CONDITION node over them (:mod:`~lipspark.capture.rules.condition`)."""
+    sides = [(left.with_annotations(), valued_columns(read, left.layout.values)),
+             (right.with_annotations(), valued_columns(read, right.layout.values))]
+    if any(cols for _, cols in sides):
+        record_condition(left.tracker, sides, f"join on {condition_sql(joined) or ', '.join(sorted(read))}")
 
 
 def cross_join(left: AnnotatedFrame, other: Any) -> AnnotatedFrame:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lipspark.capture.plan import nondeterministic, read_condition, references
+from lipspark.capture.plan import condition_sql, nondeterministic, read_condition, references
+from lipspark.capture.rules.condition import record_condition, valued_columns
 from lipspark.errors import UnsupportedOperation
 from lipspark.vocabulary.columns import is_hidden
 
@@ -24,7 +25,8 @@ __all__ = ["filter_rows", "drop_na", "order_by", "sort_within_partitions", "limi
 def filter_rows(frame: AnnotatedFrame, condition: "Column | str") -> AnnotatedFrame:
     """Selection: kept rows keep their annotation. A condition over ``*`` (``hash(*)``) is
     refused (it would read the hidden columns); one whose value may differ from job to job
-    (``rand()``) is computed once, for the output and the graph alike."""
+    (``rand()``) is computed once, for the output and the graph alike; one that reads values
+    with v-nodes records a CONDITION node (:mod:`~lipspark.capture.rules.condition`)."""
     out = frame.with_annotations().filter(condition)
     cond = read_condition(out)
     if cond is not None:
@@ -34,6 +36,9 @@ def filter_rows(frame: AnnotatedFrame, condition: "Column | str") -> AnnotatedFr
                                        "name the columns, e.g. F.hash(*[F.col(c) for c in df.columns])")
         if nondeterministic(cond):
             out = frame.tracker.compute_once(out)
+        valued = valued_columns(references(cond), frame.layout.values)
+        if valued:  # HAVING-style: which rows pass depends on values a what-if may change
+            record_condition(frame.tracker, [(frame.with_annotations(), valued)], f"filter {condition_sql(out)}")
     return frame.derive(out)
 
 

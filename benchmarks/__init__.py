@@ -1,0 +1,2 @@
+"""Benchmarks and harnesses (not installed with the package); ``benchmarks.tpch`` is imported by
+the test suite."""

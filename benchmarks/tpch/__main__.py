@@ -1,0 +1,5 @@
+import sys
+
+from benchmarks.tpch.scoreboard import main
+
+sys.exit(main())

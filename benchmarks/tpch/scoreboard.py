@@ -1,0 +1,232 @@
+"""The TPC-H coverage scoreboard: for each query, does it run with provenance, is its result the
+plain one, and does deletion propagation predict a re-run?
+
+Columns (issue 13, item 2):
+
+* **runs** — the query runs on annotated frames (``no: …`` quotes the refusal, which must name
+  the operation; an ``error`` is any other exception, a bug);
+* **fidelity** — its result (after the query's row limit) equals the plain result as a multiset;
+* **oracle** — for 3 base tuples drawn with a fixed seed from the lineage of the result (one
+  trial per relation, in the order lineitem, orders, customer, partsupp, part, supplier, nation,
+  region, among the relations the lineage holds, round again when it holds fewer), the result
+  lipspark's deletion propagation predicts — the surviving rows, with the recomputed aggregate
+  values — equals re-running the plain query without that tuple. ``unknown`` means lipspark
+  says its prediction is not exact (a value it cannot recompute, through a black box, or a
+  filter, join or grouping over a value that changed): a miss, not a pass — but not a wrong
+  answer either. The oracle compares whole results: row limits are post-processing (Lipstick
+  §3.2), applied for fidelity only.
+
+``python -m benchmarks.tpch [--scale 0.01] [--queries 1,3,6] [--json PATH]`` prints the table.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+import warnings
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from decimal import Decimal
+from typing import Any, Iterable
+
+from benchmarks.tpch.data import KEYS, TABLES, Tables, generate, load
+from benchmarks.tpch.queries import LIMITS, QUERIES
+
+__all__ = ["Outcome", "score", "score_all", "table"]
+
+ORACLE_TRIALS = 3
+ORDER = ("lineitem", "orders", "customer", "partsupp", "part", "supplier", "nation", "region")
+
+
+@dataclass
+class Outcome:
+    """One query's row of the scoreboard."""
+
+    query: int
+    runs: str = "-"
+    fidelity: str = "-"
+    oracle: str = "-"
+    rows: int = 0
+    trials: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def green(self) -> bool:
+        return self.runs == "yes" and self.fidelity == "yes" and self.oracle.startswith("yes")
+
+
+def _norm(v: Any) -> Any:
+    """A value as compared across engines: numbers to 7 significant digits (a what-if recomputes
+    aggregates in Python, Spark in decimal or double arithmetic)."""
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, (int, float, Decimal)):
+        f = float(v)
+        if math.isnan(f) or f == 0:
+            return 0.0 if f == 0 else "nan"
+        return float(f"{f:.7g}")
+    return v
+
+
+def _bag(rows: Iterable[Iterable[Any]]) -> Counter:
+    return Counter(tuple(_norm(v) for v in r) for r in rows)
+
+
+def _without(plain: dict[str, Any], relation: str, key_values: tuple[int, ...]) -> dict[str, Any]:
+    from pyspark.sql import functions as F
+
+    cond = None
+    for col, val in zip(KEYS[relation], key_values):
+        c = F.col(col) == F.lit(val)
+        cond = c if cond is None else cond & c
+    out = dict(plain)
+    out[relation] = plain[relation].filter(~cond)
+    return out
+
+
+def _tables(frames: dict[str, Any], sf: float) -> Tables:
+    return Tables(sf=sf, **{t: frames[t] for t in TABLES})
+
+
+def _diff(a: Counter, b: Counter) -> str:
+    extra, missing = a - b, b - a
+    parts = []
+    if extra:
+        parts.append(f"predicted but not re-run: {list(extra.elements())[:2]}")
+    if missing:
+        parts.append(f"re-run but not predicted: {list(missing.elements())[:2]}")
+    return "; ".join(parts)
+
+
+def score(spark: Any, plain: dict[str, Any], n: int, sf: float, *, seed: int = 0) -> Outcome:
+    """Run query ``n`` plain and annotated, check fidelity and the deletion oracle."""
+    from lipspark import Tracker
+    from lipspark.errors import ProvenanceWarning, UnsupportedOperation
+    from lipspark.query.deletion import UNKNOWN, delete
+    from lipspark.vocabulary import Op
+
+    out = Outcome(n)
+    start = time.perf_counter()
+    warnings.simplefilter("ignore", ProvenanceWarning)  # the scoreboard collects results on purpose
+    query, limit = QUERIES[n], LIMITS.get(n)
+    plain_df = query(_tables(plain, sf))
+    expected = _bag((plain_df.limit(limit) if limit else plain_df).collect())
+    whole = _bag(plain_df.collect()) if limit else expected
+    tracker = Tracker(spark)
+    try:
+        annotated = {t: tracker.annotate(plain[t], t, key=list(KEYS[t])) for t in TABLES}
+        try:
+            result = query(_tables(annotated, sf))
+            got = _bag((result.limit(limit) if limit else result).collect())
+        except UnsupportedOperation as err:
+            out.runs = "no: " + str(err).splitlines()[0]
+            return out
+        except Exception as err:  # any other failure is a bug of the rewrite: say so
+            out.runs = f"error: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+            return out
+        out.runs = "yes"
+        out.fidelity = "yes" if got == expected else "NO: " + _diff(got, expected)
+        rows = result.collect_annotated()
+        out.rows = len(rows)
+        g = tracker.graph()
+        # the lineage of the whole result, by relation
+        seeds = sorted({f for r in rows for f in r.annotation.factors})
+        lineage = g.ancestors(g.positions(seeds)) if seeds else []
+        tokens: dict[str, list[str]] = {}
+        for p in lineage:
+            if g.op[p] == int(Op.TOKEN):
+                label = g.label(int(p))
+                tokens.setdefault(label.split(":", 1)[0], []).append(label)
+        rng = random.Random(seed * 1000 + n)
+        present = [r for r in ORDER if tokens.get(r)]
+        relations = [present[i % len(present)] for i in range(ORACLE_TRIALS)] if present else []
+        if not relations:
+            out.oracle = "yes (no base tuple derives the result)" if not whole else "NO: result has no lineage"
+            return out
+        verdicts = []
+        for rel in relations:
+            label = rng.choice(sorted(tokens[rel]))
+            r = delete(g, [g.token_id(label)])
+            changed = {c.node: c.after for c in r.values}
+            predicted, unknown = [], False
+            for row in rows:
+                pos = g.positions(row.annotation.factors)
+                if len(pos) and r.removed[pos].any():
+                    continue
+                values = list(row.row)
+                for col, vid in row.annotation.values.items():
+                    if vid in changed:
+                        after = changed[vid]
+                        if after is UNKNOWN:
+                            unknown = True
+                        values[row.row.__fields__.index(col)] = after
+                predicted.append(values)
+            key = tuple(int(x) for x in label.split(":", 1)[1].split(","))
+            rerun = _bag(query(_tables(_without(plain, rel, key), sf)).collect())
+            got_bag = _bag(predicted)
+            if unknown or not r.exact:  # a black box or a condition over a changed value: not a prediction
+                verdicts.append(f"{label}: unknown")
+            elif got_bag == rerun:
+                verdicts.append(f"{label}: yes")
+            else:
+                verdicts.append(f"{label}: NO ({_diff(got_bag, rerun)})")
+        out.trials = verdicts
+        bad = [v for v in verdicts if not v.endswith(": yes")]
+        out.oracle = f"yes ({len(verdicts)}/{len(verdicts)})" if not bad else (
+            f"NO ({len(verdicts) - len(bad)}/{len(verdicts)}): " + bad[0])
+        return out
+    finally:
+        tracker.release()
+        out.seconds = round(time.perf_counter() - start, 1)
+
+
+def score_all(spark: Any, sf: float, queries: Iterable[int], root: str | None = None, *,
+              progress: bool = False) -> list[Outcome]:
+    """The outcomes of ``queries`` at scale factor ``sf`` (``progress``: a line per query on
+    standard error as it finishes)."""
+    plain = load(spark, generate(sf, root), sf)
+    out = []
+    for n in queries:
+        o = score(spark, plain, n, sf)
+        out.append(o)
+        if progress:
+            print(f"Q{n}: runs {o.runs[:80]} | fidelity {o.fidelity[:60]} | oracle {o.oracle[:100]} ({o.seconds:g} s)",
+                  file=sys.stderr, flush=True)
+    return out
+
+
+def table(outcomes: list[Outcome]) -> str:
+    """The scoreboard as a Markdown table, with the count of fully green queries."""
+    lines = ["| query | runs | fidelity | oracle | rows | s |", "|---|---|---|---|---|---|"]
+    for o in outcomes:
+        cells = [f"Q{o.query}", o.runs, o.fidelity, o.oracle, str(o.rows), f"{o.seconds:g}"]
+        lines.append("| " + " | ".join(c.replace("|", "\\|")[:160] for c in cells) + " |")
+    green = sum(o.green for o in outcomes)
+    lines.append(f"\n{green}/{len(outcomes)} queries run with provenance, match the plain result and pass the oracle.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.tpch", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scale", type=float, default=0.01, help="TPC-H scale factor (default 0.01)")
+    ap.add_argument("--queries", default="", help="comma-separated query numbers (default: all 22)")
+    ap.add_argument("--data", default=None, help="where the generated Parquet files are cached")
+    ap.add_argument("--json", default=None, help="also write the outcomes as JSON here")
+    args = ap.parse_args(argv)
+    queries = [int(q) for q in args.queries.split(",") if q] or list(QUERIES)
+    from lipspark.session import get_spark
+
+    spark = get_spark(app_name="lipspark-tpch")
+    outcomes = score_all(spark, args.scale, queries, args.data, progress=True)
+    print(table(outcomes))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"scale": args.scale, "outcomes": [asdict(o) for o in outcomes]}, f, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
