@@ -14,6 +14,7 @@ dropna / checkpoint
 fillna / replace       annotation passes through; filled values     ``rules.projection``
                        lose their v-node
 join / crossJoin       · of both sides (factor lists concatenated)  ``rules.join``
+join(how="left_semi")  the left row · δ(Σ its partners)             ``rules.semijoin``
 union / unionByName    rows keep their annotations                  ``rules.union``
 distinct, groupBy.agg  δ per group; Count/Sum/Min/Max/Avg v-node     ``rules.aggregate``
                        per aggregate with a ⊗ per member;
@@ -386,7 +387,9 @@ class AnnotatedFrame:
 
     # ------------------------------------------------------------------ join & union
     def join(self, other: AnnotatedFrame, on: Any = None, how: str | None = None) -> AnnotatedFrame:
-        """Inner (or cross) join: each output row's provenance is the · of its two input rows."""
+        """Inner (or cross) join: each output row's provenance is the · of its two input rows.
+        A semi join (``how="left_semi"``) keeps each left row that has a partner, times δ of the
+        sum of its partners. Outer and anti joins are refused (they need a monus)."""
         return _join.join(self, other, on, how)
 
     def crossJoin(self, other: AnnotatedFrame) -> AnnotatedFrame:
