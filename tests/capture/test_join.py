@@ -1,5 +1,6 @@
-"""Joins: semi joins (``r · δ(Σ partners)``) against plain PySpark (fidelity) and the reference
-evaluator; outer and anti joins refused in one line naming what to use instead."""
+"""Joins: semi joins (``r · δ(Σ partners)``), self joins through aliases, joins on a condition and
+cross joins; each against plain PySpark (fidelity) and the reference evaluator; outer and anti
+joins refused in one line naming what to use instead."""
 from __future__ import annotations
 
 import pytest
@@ -159,6 +160,63 @@ def test_semi_join_refusals_and_errors(spark):
 
     with pytest.raises(AnalysisException):  # what plain Spark says of a missing key column
         l_.join(m, "nosuch", "semi")
+
+
+# ---------------------------------------------------------------------- self joins, conditions, cross joins
+def test_self_join_through_aliases(spark):
+    fn = lambda L: L.alias("a").join(L.alias("b"), F.col("a.k") == F.col("b.k")).select("a.id", "b.id", "b.x")  # noqa: E731
+    t, ann = check(spark, fn, L=L)
+    assert strings(t, ann)[(1, 2, 10)] == ["L:1·L:2"]
+    lr = reference("L", L)
+    want = ref.select(ref.join(ref.select(lr, {"k": "k", "id": "id"}), ref.select(lr, {"k": "k", "id2": "id", "x": "x"}), ["k"]),
+                      ["id", "id2", "x"])
+    assert_reference(t, ann, want)
+    # a de-duplication after it: δ over the products, a self product squared
+    t, ann = check(spark, lambda L: L.alias("a").join(L.alias("b"), F.col("a.k") == F.col("b.k")).select("a.k").distinct(), L=L)
+    assert strings(t, ann)[("b",)] == ["δ(L:3·L:3)"]
+
+
+def test_self_join_on_an_inequality_through_aliases(spark):
+    fn = lambda L: L.alias("a").join(L.alias("b"), F.col("a.x") < F.col("b.x")).select(F.col("a.id").alias("i"), F.col("b.id").alias("j"))  # noqa: E731
+    t, ann = check(spark, fn, L=L)
+    lr = reference("L", L)
+    want = ref.select(ref.theta_join(ref.select(lr, {"i": "id", "x": "x"}), ref.select(lr, {"j": "id", "x2": "x"}),
+                                     ref.compare_columns("x", "<", "x2")), ["i", "j"])
+    assert_reference(t, ann, want)
+    assert strings(t, ann)[(5, 3)] == ["L:5·L:3"]
+    # aggregated: each group's members are · nodes of both sides
+    t, ann = check(spark, lambda L: L.alias("a").join(L.alias("b"), F.col("a.x") < F.col("b.x")).groupBy("a.id").agg(F.count("*").alias("n")), L=L)
+    assert_reference(t, ann, ref.group_by(ref.theta_join(ref.select(lr, {"id": "id", "x": "x"}), ref.select(lr, {"x2": "x"}),
+                                                         ref.compare_columns("x", "<", "x2")), ["id"], [("n", "count", None)]))
+
+
+def test_an_ambiguous_self_join_fails_as_in_plain_spark(spark):
+    """``a.x < b.x`` with ``a``, ``b`` aliases of one frame: Spark cannot tell the sides apart
+    (its columns name one Dataset); lipspark raises the same error, not a guess."""
+    from pyspark.errors import AnalysisException
+
+    fn = lambda L: (lambda a, b: a.join(b, a.x < b.x))(L.alias("a"), L.alias("b"))  # noqa: E731
+    plain = spark.createDataFrame(*L[:2])
+    with pytest.raises(AnalysisException, match="AMBIGUOUS|ambiguous"):
+        fn(plain)
+    with pytest.raises(AnalysisException, match="AMBIGUOUS|ambiguous"):
+        fn(Tracker(spark).annotate(plain, "L", key=["id"]))
+
+
+def test_join_on_a_condition_between_two_frames(spark):
+    t, ann = check(spark, lambda L, M: L.join(M, (L.x < M.y) & (L.k != M.k)), L=L, M=M)
+    want = ref.theta_join(reference("L", L), ref.select(reference("M", M), {"sid": "sid", "k2": "k", "y": "y"}),
+                          lambda ld, rd: None not in (ld["x"], rd["y"], ld["k"], rd["k2"]) and ld["x"] < rd["y"] and ld["k"] != rd["k2"])
+    assert_reference(t, ann, want)
+
+
+def test_cross_join_of_a_frame_with_itself(spark):
+    t, ann = check(spark, lambda L: L.alias("a").crossJoin(L.alias("b")).select("a.id", F.col("b.id").alias("j")), L=L)
+    assert len(ann.collect_annotated()) == 25
+    lr = reference("L", L)
+    assert_reference(t, ann, ref.cross_join(ref.select(lr, ["id"]), ref.select(lr, {"j": "id"})))
+    t, ann = check(spark, lambda L: L.crossJoin(L.select(F.col("id").alias("j"))).filter("id = j"), L=L)
+    assert strings(t, ann)[(3, "b", 30, 3)] == ["L:3·L:3"]
 
 
 # ---------------------------------------------------------------------- refusals
