@@ -16,7 +16,8 @@ fillna / replace       annotation passes through; filled values     ``rules.proj
 join / crossJoin       · of both sides (factor lists concatenated)  ``rules.join``
 join(how="left_semi")  the left row · δ(Σ its partners)             ``rules.semijoin``
 intersect              δ(Σ left rows) · δ(Σ right rows) per tuple   ``rules.intersect``
-union / unionByName    rows keep their annotations                  ``rules.union``
+union / unionByName    rows keep their annotations (a missing       ``rules.union``
+                       column is null, with no v-node)
 distinct, groupBy.agg  δ per group; Count/Sum/Min/Max/Avg v-node     ``rules.aggregate``
                        per aggregate with a ⊗ per member;
                        collect_list keeps members' provenance
@@ -413,10 +414,9 @@ class AnnotatedFrame:
     unionAll = union
 
     def unionByName(self, other: AnnotatedFrame, allowMissingColumns: bool = False) -> AnnotatedFrame:
-        """Bag union by column name: every row keeps its annotation."""
-        if allowMissingColumns:
-            raise UnsupportedOperation("unionByName(allowMissingColumns=True)", "select the same columns on both sides (F.lit(None) for missing ones)")
-        return _union.union(self, other, by_name=True)
+        """Bag union by column name: every row keeps its annotation; with ``allowMissingColumns``
+        a column one side lacks is null on its rows, with no v-node."""
+        return _union.union(self, other, by_name=True, allow_missing=allowMissingColumns)
 
     def intersect(self, other: AnnotatedFrame) -> AnnotatedFrame:
         """Distinct tuples of both sides (SQL INTERSECT), each ``δ(Σ left rows) · δ(Σ right rows)``."""

@@ -1,5 +1,6 @@
-"""Set operations: ``intersect`` (δ of each side's rows per distinct tuple, nulls equal);
-``intersectAll``, ``subtract`` and ``exceptAll`` refused in one line naming what to use instead."""
+"""Set operations: ``intersect`` (δ of each side's rows per distinct tuple, nulls equal),
+``unionByName`` with missing columns (null, no v-node); ``intersectAll``, ``subtract`` and
+``exceptAll`` refused in one line naming what to use instead."""
 from __future__ import annotations
 
 import pytest
@@ -58,6 +59,44 @@ def test_intersect_over_bags_with_member_provenance_is_refused(spark):
     bags = l_.groupBy("k").agg(F.collect_list("id").alias("ids"))
     with pytest.raises(UnsupportedOperation, match=r"intersect over nested bag column\(s\) \['ids'\]"):
         bags.intersect(bags)
+
+
+# ---------------------------------------------------------------------- unionByName
+def test_union_by_name_with_missing_columns(spark):
+    fn = lambda L, M: L.unionByName(M, allowMissingColumns=True)  # noqa: E731
+    t, ann = check(spark, fn, L=L, M=M)
+    assert ann.columns == ["id", "k", "x", "sid", "y"]
+    p = strings(t, ann)
+    assert p[(1, "a", 10, None, None)] == ["L:1"] and p[(None, "d", None, 14, 3)] == ["M:14"]
+    assert_reference(t, ann, ref.union_by_name(reference("L", L), reference("M", M), allow_missing=True))
+    t, ann = check(spark, lambda L, E: E.unionByName(L.select("x", "k"), allowMissingColumns=True), L=L, E=EMPTY)
+    assert ann.columns == ["sid", "k", "y", "x"] and len(ann.collect_annotated()) == 5
+
+
+def test_union_by_name_a_missing_column_has_no_value_node(spark):
+    """An aggregate keeps its v-node on its own rows; the other side's rows have null there, and no v-node."""
+    fn = lambda L, M: L.groupBy("k").agg(F.sum("x").alias("s")).unionByName(M.select("k", "y"), allowMissingColumns=True)  # noqa: E731
+    t, ann = check(spark, fn, L=L, M=M)
+    g = t.graph()
+    rows = ann.collect_annotated()
+    assert ann.columns == ["k", "s", "y"]
+    for r in rows:
+        assert ("s" in r.annotation.values) == (r.row["y"] is None)
+    a = next(r for r in rows if r.row["k"] == "a" and r.row["y"] is None)
+    assert str(g.value(a.annotation, "s")) == "Sum(L:1 ⊗ 10 + L:2 ⊗ 10)"
+    want = ref.union_by_name(ref.group_by(reference("L", L), ["k"], [("s", "sum", "x")]), ref.select(reference("M", M), ["k", "y"]),
+                             allow_missing=True)
+    assert_reference(t, ann, want)
+
+
+def test_union_by_name_matches_names_as_spark_does(spark):
+    """Case-insensitively (Spark's default); bags with member provenance survive a missing column."""
+    t, ann = check(spark, lambda L, M: L.select("k", "x").unionByName(M.select(F.col("y").alias("X"), F.col("k").alias("K"))), L=L, M=M)
+    assert ann.columns == ["k", "x"] and strings(t, ann)[("d", 3)] == ["M:14"]
+    fn = lambda L, M: L.groupBy("k").agg(F.collect_list("id").alias("ids")).unionByName(M.select("k"), allowMissingColumns=True) \
+        .select("k", F.explode("ids").alias("id"))  # noqa: E731
+    t, ann = check(spark, fn, L=L, M=M)
+    assert strings(t, ann)[("a", 1)] == ["δ(L:1 + L:2)·L:1"]
 
 
 # ---------------------------------------------------------------------- refusals
