@@ -153,6 +153,8 @@ def test_semi_join_refusals_and_errors(spark):
     m = t.annotate(spark.createDataFrame(*M[:2]), "M", key=["sid"])
     with pytest.raises(UnsupportedOperation, match=r"join\(how='semi'\) without a condition.*Instead: name the key columns"):
         l_.join(m, how="semi")
+    with pytest.raises(UnsupportedOperation, match="without a condition"):
+        l_.join(m, [], "left_semi")
     twice = l_.join(m, l_.k == m.k)  # two columns named k
     with pytest.raises(UnsupportedOperation, match="two columns named 'k'.*rename one"):
         twice.join(m, F.col("x") < F.col("y"), "semi")
@@ -160,6 +162,24 @@ def test_semi_join_refusals_and_errors(spark):
 
     with pytest.raises(AnalysisException):  # what plain Spark says of a missing key column
         l_.join(m, "nosuch", "semi")
+
+
+def test_semi_joins_and_intersect_written_and_loaded_give_the_same_polynomials(spark, tmp_path):
+    """The δ nodes and members these rules record survive Tracker.write and GraphIndex.load
+    (members that are · nodes included)."""
+    from lipspark.graph.index import GraphIndex
+
+    for name, fn in {
+        "names": lambda L, M: L.join(M.join(L.select("k", "id"), "k"), "k", "semi"),
+        "condition": lambda L, M: L.join(M.join(L.select("k", F.col("x").alias("lx")), "k"), F.col("x") < F.col("y"), "semi"),
+        "intersect": lambda L, M: L.select("k").intersect(M.join(L.select("k"), "k").select("k")),
+    }.items():
+        t, ann = check(spark, fn, L=L, M=M)
+        memory = t.graph()
+        t.write(str(tmp_path / name))
+        loaded = GraphIndex.load(str(tmp_path / name))
+        rows = ann.collect_annotated()
+        assert rows and [str(loaded.polynomial(r.annotation)) for r in rows] == [str(memory.polynomial(r.annotation)) for r in rows]
 
 
 # ---------------------------------------------------------------------- self joins, conditions, cross joins

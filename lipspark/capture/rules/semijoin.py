@@ -48,7 +48,7 @@ _ROW, _MEMBER, _RIGHT_FACTOR = "__lp_row", "__lp_member", "__lp_rf"
 def semi_join(left: AnnotatedFrame, right: AnnotatedFrame, on: Any, how: str) -> AnnotatedFrame:
     """``left.join(right, on, how)`` for a semi ``how``: the left rows with a partner, each
     ``r · δ(Σ partners)``; ``on`` is column names or a condition (a Column or a list of them)."""
-    if on is None:
+    if on is None or (isinstance(on, (list, tuple)) and not on):
         raise UnsupportedOperation(f"join(how={how!r}) without a condition",
                                    "name the key columns (on=['k']) or give a condition (on=F.col('x') < F.col('y'))")
     names = [on] if isinstance(on, str) else list(on) if isinstance(on, (list, tuple)) and all(isinstance(c, str) for c in on) else None
