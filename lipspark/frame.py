@@ -14,7 +14,10 @@ dropna / checkpoint
 fillna / replace       annotation passes through; filled values     ``rules.projection``
                        lose their v-node
 join / crossJoin       · of both sides (factor lists concatenated)  ``rules.join``
-union / unionByName    rows keep their annotations                  ``rules.union``
+join(how="left_semi")  the left row · δ(Σ its partners)             ``rules.semijoin``
+intersect              δ(Σ left rows) · δ(Σ right rows) per tuple   ``rules.intersect``
+union / unionByName    rows keep their annotations (a missing       ``rules.union``
+                       column is null, with no v-node)
 distinct, groupBy.agg  δ per group; Count/Sum/Min/Max/Avg v-node     ``rules.aggregate``
                        per aggregate with a ⊗ per member;
                        collect_list keeps members' provenance
@@ -40,6 +43,7 @@ from pyspark.sql import types as T
 from lipspark.capture.layout import Layout, check_visible
 from lipspark.vocabulary.columns import bag_col, is_hidden, value_col
 from lipspark.capture.rules import aggregate as _aggregate
+from lipspark.capture.rules import intersect as _intersect
 from lipspark.capture.rules import join as _join
 from lipspark.capture.rules import projection as _projection
 from lipspark.capture.rules import selection as _selection
@@ -70,11 +74,20 @@ REFUSALS = {
     "write": _WRITTEN_BY_THE_WORKFLOW, "writeTo": _WRITTEN_BY_THE_WORKFLOW, "writeStream": _WRITTEN_BY_THE_WORKFLOW,
     "createOrReplaceTempView": _SQL, "createTempView": _SQL, "createGlobalTempView": _SQL,
     "createOrReplaceGlobalTempView": _SQL, "registerTempTable": _SQL,
-    "subtract": "a join on the key, or " + BLACK_BOX_HINT, "exceptAll": "a join on the key, or " + BLACK_BOX_HINT,
-    "intersect": "an inner join on every column, then distinct()", "intersectAll": "an inner join on every column",
+    "subtract": "intersect(other) for the tuples both sides have; for the difference itself, " + BLACK_BOX_HINT,
+    "exceptAll": "intersect(other) for the tuples both sides have; for the difference itself, " + BLACK_BOX_HINT,
+    "intersectAll": "intersect(other) for the distinct tuples of both sides (δ of each side's rows), or an inner join "
+                    "on every column (m·n copies of a tuple, each the product of its two rows)",
     "sample": "filter(F.rand(seed) < fraction): a selection, computed once", "sampleBy": "filter(...) with F.rand(seed)",
     "randomSplit": "filter(F.rand(seed) < w) and its complement", "rdd": BLACK_BOX_HINT, "foreach": BLACK_BOX_HINT,
     "foreachPartition": BLACK_BOX_HINT, "mapInPandas": BLACK_BOX_HINT, "mapInArrow": BLACK_BOX_HINT,
+}
+
+#: Why a refused method has no rule, where the method's name does not say it.
+_WHY = {
+    "subtract": "a set difference: a tuple kept because the other side lacks it needs a monus, which lipspark does not have yet",
+    "exceptAll": "a bag difference: m − n copies of a tuple need a monus, which lipspark does not have yet",
+    "intersectAll": "min(m, n) copies of a tuple: no semiring operation takes the smaller of two multiplicities",
 }
 
 
@@ -266,7 +279,7 @@ class AnnotatedFrame:
         if name in self._visible:
             return self._df[name]
         if name in REFUSALS:
-            raise UnsupportedOperation(f"DataFrame.{name}", REFUSALS[name])
+            raise UnsupportedOperation(f"DataFrame.{name}" + (f" ({_WHY[name]})" if name in _WHY else ""), REFUSALS[name])
         if hasattr(DataFrame, name):
             raise UnsupportedOperation(f"DataFrame.{name}", f"express it with select/filter/join/groupBy/union/distinct, or {BLACK_BOX_HINT}")
         raise AttributeError(f"annotated frame has no column or method {name!r}; columns: {list(self._visible)}")
@@ -386,7 +399,9 @@ class AnnotatedFrame:
 
     # ------------------------------------------------------------------ join & union
     def join(self, other: AnnotatedFrame, on: Any = None, how: str | None = None) -> AnnotatedFrame:
-        """Inner (or cross) join: each output row's provenance is the · of its two input rows."""
+        """Inner (or cross) join: each output row's provenance is the · of its two input rows.
+        A semi join (``how="left_semi"``) keeps each left row that has a partner, times δ of the
+        sum of its partners. Outer and anti joins are refused (they need a monus)."""
         return _join.join(self, other, on, how)
 
     def crossJoin(self, other: AnnotatedFrame) -> AnnotatedFrame:
@@ -399,10 +414,13 @@ class AnnotatedFrame:
     unionAll = union
 
     def unionByName(self, other: AnnotatedFrame, allowMissingColumns: bool = False) -> AnnotatedFrame:
-        """Bag union by column name: every row keeps its annotation."""
-        if allowMissingColumns:
-            raise UnsupportedOperation("unionByName(allowMissingColumns=True)", "select the same columns on both sides (F.lit(None) for missing ones)")
-        return _union.union(self, other, by_name=True)
+        """Bag union by column name: every row keeps its annotation; with ``allowMissingColumns``
+        a column one side lacks is null on its rows, with no v-node."""
+        return _union.union(self, other, by_name=True, allow_missing=allowMissingColumns)
+
+    def intersect(self, other: AnnotatedFrame) -> AnnotatedFrame:
+        """Distinct tuples of both sides (SQL INTERSECT), each ``δ(Σ left rows) · δ(Σ right rows)``."""
+        return _intersect.intersect(self, other)
 
     # ------------------------------------------------------------------ δ
     def distinct(self) -> AnnotatedFrame:

@@ -9,7 +9,10 @@ under *bag* semantics as PySpark evaluates queries:
   the annotation of a distinct tuple is the *sum* of the annotations of its rows;
 * base relations annotate each row with the token ``Symbol(f"{name}:{key}")``;
 * select / filter keep every row's annotation; union concatenates;
-* join annotates each output row with the product of its two input rows' annotations;
+* join annotates each output row with the product of its two input rows' annotations (on
+  equal columns or on any condition);
+* a semi join keeps each left row that has at least one partner, annotated ``row · δ(Σ partners)``;
+* intersect gives each distinct tuple of both sides ``δ(Σ its left rows) · δ(Σ its right rows)``;
 * distinct gives each distinct tuple ``δ(Σ rows)``; group-by gives each group ``δ(Σ members)``
   (an aggregation without keys over no rows its one row 1);
 * an aggregate column of a group is the formal sum ``Σ member ⊗ value`` over the members whose
@@ -48,7 +51,13 @@ __all__ = [
     "filter_rows",
     "join",
     "cross_join",
+    "theta_join",
+    "semi_join",
+    "semi_join_where",
+    "compare_columns",
     "union",
+    "union_by_name",
+    "intersect",
     "distinct",
     "group_by",
     "agg_normal_form",
@@ -307,6 +316,64 @@ def cross_join(left: KRelation, right: KRelation) -> KRelation:
     return KRelation(left.columns + right.columns, rows)
 
 
+def compare_columns(left_column: str, op: str, right_column: str) -> Callable[[dict[str, Any], dict[str, Any]], bool]:
+    """SQL comparison of a left row's column with a right row's: null compares to nothing."""
+    fn = COMPARATORS[op]
+
+    def predicate(ld: dict[str, Any], rd: dict[str, Any]) -> bool:
+        a, b = ld[left_column], rd[right_column]
+        return a is not None and b is not None and bool(fn(a, b))
+
+    return predicate
+
+
+def theta_join(left: KRelation, right: KRelation, predicate: Callable[[dict[str, Any], dict[str, Any]], bool]) -> KRelation:
+    """Inner join on a condition ``predicate(left data, right data)``: left's columns, then the
+    right's (names must be disjoint); annotations multiply."""
+    clash = set(left.columns) & set(right.columns)
+    if clash:
+        raise ValueError(f"theta_join: columns {sorted(clash)} on both sides")
+    rows = [
+        KRow({**lr.data, **rr.data}, lr.ann * rr.ann, {**lr.aggs, **rr.aggs})
+        for lr in left.rows
+        for rr in right.rows
+        if predicate(lr.data, rr.data)
+    ]
+    return KRelation(left.columns + right.columns, rows)
+
+
+def _semi(left: KRelation, right: KRelation, columns: list[str],
+          partner: Callable[[dict[str, Any], dict[str, Any]], bool]) -> KRelation:
+    rows = []
+    for lr in left.rows:
+        partners = [rr.ann for rr in right.rows if partner(lr.data, rr.data)]
+        if partners:
+            rows.append(KRow({c: lr.data[c] for c in columns}, lr.ann * DELTA(sympy.Add(*partners)), dict(lr.aggs)))
+    return KRelation(columns, rows)
+
+
+def semi_join(left: KRelation, right: KRelation, on: Sequence[str]) -> KRelation:
+    """Left semi join on the listed columns, like ``df.join(other, on=[...], how="left_semi")``.
+
+    Each left row with at least one partner (equal keys, none null) is kept, as many times as the
+    left has it, annotated ``row · δ(Σ partners)``: the row and *some* partner. Output columns:
+    the ``on`` columns, then left's others (the order Spark gives a join on names). Aggregate
+    values of the left are kept.
+    """
+    on = list(on)
+
+    def partner(ld: dict[str, Any], rd: dict[str, Any]) -> bool:
+        return all(ld[c] is not None for c in on) and [ld[c] for c in on] == [rd[c] for c in on]
+
+    return _semi(left, right, on + [c for c in left.columns if c not in on], partner)
+
+
+def semi_join_where(left: KRelation, right: KRelation, predicate: Callable[[dict[str, Any], dict[str, Any]], bool]) -> KRelation:
+    """Left semi join on a condition ``predicate(left data, right data)``: the left's columns,
+    each left row with a partner annotated ``row · δ(Σ partners)``."""
+    return _semi(left, right, list(left.columns), predicate)
+
+
 def union(left: KRelation, right: KRelation) -> KRelation:
     """Bag union by position (column names of the left): rows keep their annotations."""
     if len(left.columns) != len(right.columns):
@@ -315,6 +382,39 @@ def union(left: KRelation, right: KRelation) -> KRelation:
     rows = [KRow(dict(r.data), r.ann, dict(r.aggs)) for r in left.rows]
     for r in right.rows:
         rows.append(KRow({mapping[c]: v for c, v in r.data.items()}, r.ann, {mapping[c]: a for c, a in r.aggs.items()}))
+    return KRelation(list(left.columns), rows)
+
+
+def union_by_name(left: KRelation, right: KRelation, *, allow_missing: bool = False) -> KRelation:
+    """Bag union by column name, like ``unionByName``: left's columns, then (``allow_missing``)
+    the right's that the left lacks; a column a side lacks is null on its rows (with no aggregate
+    value). Rows keep their annotations."""
+    extra = [c for c in right.columns if c not in left.columns]
+    missing = [c for c in left.columns if c not in right.columns]
+    if (extra or missing) and not allow_missing:
+        raise ValueError(f"union_by_name: columns differ ({missing} only on the left, {extra} only on the right)")
+    cols = list(left.columns) + extra
+    rows = [KRow({c: r.data.get(c) for c in cols}, r.ann, dict(r.aggs)) for r in left.rows + right.rows]
+    return KRelation(cols, rows)
+
+
+def intersect(left: KRelation, right: KRelation) -> KRelation:
+    """Distinct INTERSECT by position (left's column names): each distinct tuple present on both
+    sides (nulls equal to nulls, as Spark compares them), annotated ``δ(Σ its left rows) · δ(Σ its
+    right rows)``; aggregate values dropped (as by distinct)."""
+    if len(left.columns) != len(right.columns):
+        raise ValueError("intersect: different numbers of columns")
+    lgroups: dict[tuple, list[KRow]] = {}
+    for r in left.rows:
+        lgroups.setdefault(_group_key(r.values(left.columns)), []).append(r)
+    rgroups: dict[tuple, list[KRow]] = {}
+    for r in right.rows:
+        rgroups.setdefault(_group_key(r.values(right.columns)), []).append(r)
+    rows = [
+        KRow(dict(rs[0].data), DELTA(sympy.Add(*[r.ann for r in rs])) * DELTA(sympy.Add(*[r.ann for r in rgroups[k]])), {})
+        for k, rs in lgroups.items()
+        if k in rgroups
+    ]
     return KRelation(list(left.columns), rows)
 
 

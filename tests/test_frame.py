@@ -154,7 +154,7 @@ def test_order_by_and_limit_are_post_processing(spark):
         (lambda R, S: R.groupBy("k").agg((F.median("v") + 1).alias("x")), "aggregate median"),
         (lambda R, S: R.select(F.sum("v")), "select with aggregate or window functions"),
         (lambda R, S: R.groupBy("k").pivot("v"), "GroupedData.pivot"),
-        (lambda R, S: R.unionByName(R, allowMissingColumns=True), "allowMissingColumns"),
+        (lambda R, S: R.join(S, "k", "left_anti"), "join(how='left_anti')"),
     ],
 )
 def test_unsupported_operations_fail_loudly(spark, op, name):

@@ -2,7 +2,8 @@
 
 For two random relations R(rid, a, b, v) and S(sid, a, b, v) (≤ 6 rows, tiny domains so joins,
 groups and duplicates happen; v sometimes null) and a random plan of depth ≤ 3 over
-filter / select / join / union / distinct / groupBy-agg, we check:
+filter / select / join (on names, on a condition, semi) / union (by position, by name with
+missing columns) / intersect / distinct / groupBy-agg, we check:
 
 1. fidelity: the data lipspark returns equals plain PySpark's (as multisets), and so does the
    reference's (which validates the reference itself);
@@ -12,10 +13,12 @@ filter / select / join / union / distinct / groupBy-agg, we check:
    boxes of the members or of the group for ``stddev``/``var_pop`` and expressions over
    aggregates) equal the reference's, per output row; aggregates take columns or expressions
    over a column (``sum(v * 2)``, ``count(when(v > 1, 1))``);
-4. for plans without δ (no distinct, no group-by), the polynomial evaluated in COUNTING with
-   every token 1 is the tuple's multiplicity;
+4. for plans without δ (no distinct, group-by, semi join or intersect), the polynomial evaluated
+   in COUNTING with every token 1 is the tuple's multiplicity;
 5. deletion propagation in BOOLEAN: with some base tuples deleted, the tuples whose polynomial
-   stays true are exactly those of a re-run without the deleted rows (plans without group-by),
+   stays true are exactly those of a re-run without the deleted rows (plans without group-by:
+   a semi join's row survives with itself and one partner, an intersected tuple with one row
+   on each side),
    and for a top-level group-by (nothing aggregated below) the surviving groups and the Boolean
    evaluation of each aggregate value equal the re-run's, and so do the graph's what-if values
    (:func:`lipspark.query.deletion.delete`), but for the aggregates without a ⊗ form, whose
@@ -113,7 +116,43 @@ class Agg:
     aggs: tuple[tuple[str, str, Any], ...]
 
 
-Plan = Union[Base, Filter, Select, Join, Union_, Distinct, Agg]
+@dataclass(frozen=True)
+class SemiJoin:
+    left: "Plan"
+    right: "Plan"
+    on: tuple[str, ...]
+    how: str  # "semi", "leftsemi" or "left_semi"
+
+
+@dataclass(frozen=True)
+class Rename:
+    child: "Plan"
+    suffix: str  # every column c becomes c + suffix
+
+
+@dataclass(frozen=True)
+class CondJoin:
+    left: "Plan"
+    right: "Plan"  # its columns differ from the left's (a Rename)
+    left_column: str
+    op: str
+    right_column: str
+    semi: bool  # a left semi join on the condition, else an inner join
+
+
+@dataclass(frozen=True)
+class Intersect:
+    left: "Plan"
+    right: "Plan"  # as many columns as the left
+
+
+@dataclass(frozen=True)
+class UnionByName:
+    left: "Plan"
+    right: "Plan"  # allowMissingColumns=True
+
+
+Plan = Union[Base, Filter, Select, Join, Union_, Distinct, Agg, SemiJoin, Rename, CondJoin, Intersect, UnionByName]
 
 
 def columns(p: Plan) -> list[str]:
@@ -121,6 +160,17 @@ def columns(p: Plan) -> list[str]:
         return list(BASE_COLUMNS[p.name])
     if isinstance(p, (Filter, Distinct)):
         return columns(p.child)
+    if isinstance(p, (Intersect,)):
+        return columns(p.left)
+    if isinstance(p, SemiJoin):
+        return list(p.on) + [c for c in columns(p.left) if c not in p.on]
+    if isinstance(p, Rename):
+        return [c + p.suffix for c in columns(p.child)]
+    if isinstance(p, CondJoin):
+        return columns(p.left) + ([] if p.semi else columns(p.right))
+    if isinstance(p, UnionByName):
+        lc = columns(p.left)
+        return lc + [c for c in columns(p.right) if c not in lc]
     if isinstance(p, Select):
         return list(p.columns)
     if isinstance(p, Join):
@@ -147,7 +197,11 @@ def has(p: Plan, kinds: tuple[type, ...]) -> bool:
 
 
 def n_products(p: Plan) -> int:
-    return sum(isinstance(n, Join) for n in nodes(p))
+    return sum(isinstance(n, Join) or (isinstance(n, CondJoin) and not n.semi) for n in nodes(p))
+
+
+def has_delta(p: Plan) -> bool:
+    return has(p, (Distinct, Agg, SemiJoin, Intersect)) or any(isinstance(n, CondJoin) and n.semi for n in nodes(p))
 
 
 # ---------------------------------------------------------------------- strategies
@@ -162,7 +216,8 @@ def _subset(draw, items: list[str], min_size: int, max_size: int | None = None) 
 def plans(draw, depth: int = 3) -> Plan:
     if depth == 0 or draw(st.integers(0, 5)) == 0:
         return Base(draw(st.sampled_from(["R", "S"])))
-    kind = draw(st.sampled_from(["filter", "select", "join", "union", "distinct", "agg", "agg"]))
+    kind = draw(st.sampled_from(["filter", "select", "join", "union", "distinct", "agg", "agg",
+                                 "semi", "condition", "intersect", "by_name"]))
     child = draw(plans(depth - 1))
     cols = columns(child)
     if kind == "filter":
@@ -204,13 +259,28 @@ def plans(draw, depth: int = 3) -> Plan:
         on = [c for c in cols if c in on]
         keep = [c for c in ocols if c not in shared or c in on]
         return Join(child, other, tuple(on), tuple(keep))
-    # union of two compatible sub-plans: project both onto their common columns
+    if kind == "semi":
+        shared = [c for c in cols if c in ocols]
+        if shared:
+            return SemiJoin(child, other, tuple(_subset(draw, shared, 1, 2)), draw(st.sampled_from(["semi", "leftsemi", "left_semi"])))
+        kind = "condition"
+    if kind == "condition":
+        semi = draw(st.booleans())
+        if not semi and n_products(child) + n_products(other) >= 2:
+            return Distinct(child)
+        suffix = next(s for s in (f"_{i}" for i in range(2, 9)) if not {c + s for c in ocols} & set(cols))
+        return CondJoin(child, Rename(other, suffix), draw(st.sampled_from(cols)), draw(st.sampled_from(sorted(SPARK_CMP))),
+                        draw(st.sampled_from(ocols)) + suffix, semi)
+    if kind == "by_name":
+        perm = tuple(draw(st.permutations(ocols)))
+        return UnionByName(child, other if list(perm) == ocols else Select(other, perm))
+    # union (or intersect) of two compatible sub-plans: project both onto their common columns
     common = [c for c in cols if c in ocols]
     if not common:
-        return Union_(child, child)
+        return Union_(child, child) if kind == "union" else Intersect(child, child)
     left = child if cols == common else Select(child, tuple(common))
     right = other if ocols == common else Select(other, tuple(common))
-    return Union_(left, right)
+    return Union_(left, right) if kind == "union" else Intersect(left, right)
 
 
 @st.composite
@@ -296,6 +366,18 @@ def run_plan(plan: Plan, frames: dict[str, Any]) -> Any:
         return left.join(right, on=list(plan.on), how="inner")
     if isinstance(plan, Union_):
         return run_plan(plan.left, frames).union(run_plan(plan.right, frames))
+    if isinstance(plan, SemiJoin):
+        return run_plan(plan.left, frames).join(run_plan(plan.right, frames), on=list(plan.on), how=plan.how)
+    if isinstance(plan, Rename):
+        child = run_plan(plan.child, frames)
+        return child.toDF(*[c + plan.suffix for c in child.columns])
+    if isinstance(plan, CondJoin):
+        condition = SPARK_CMP[plan.op](F.col(plan.left_column), F.col(plan.right_column))
+        return run_plan(plan.left, frames).join(run_plan(plan.right, frames), condition, "left_semi" if plan.semi else "inner")
+    if isinstance(plan, Intersect):
+        return run_plan(plan.left, frames).intersect(run_plan(plan.right, frames))
+    if isinstance(plan, UnionByName):
+        return run_plan(plan.left, frames).unionByName(run_plan(plan.right, frames), allowMissingColumns=True)
     if isinstance(plan, Distinct):
         return run_plan(plan.child, frames).distinct()
     if isinstance(plan, Agg):
@@ -317,6 +399,19 @@ def run_reference(plan: Plan, rels: dict[str, ref.KRelation]) -> ref.KRelation:
         return ref.join(left, right, list(plan.on)) if plan.on else ref.cross_join(left, right)
     if isinstance(plan, Union_):
         return ref.union(run_reference(plan.left, rels), run_reference(plan.right, rels))
+    if isinstance(plan, SemiJoin):
+        return ref.semi_join(run_reference(plan.left, rels), run_reference(plan.right, rels), list(plan.on))
+    if isinstance(plan, Rename):
+        child = run_reference(plan.child, rels)
+        return ref.select(child, {c + plan.suffix: c for c in child.columns})
+    if isinstance(plan, CondJoin):
+        left, right = run_reference(plan.left, rels), run_reference(plan.right, rels)
+        condition = ref.compare_columns(plan.left_column, plan.op, plan.right_column)
+        return ref.semi_join_where(left, right, condition) if plan.semi else ref.theta_join(left, right, condition)
+    if isinstance(plan, Intersect):
+        return ref.intersect(run_reference(plan.left, rels), run_reference(plan.right, rels))
+    if isinstance(plan, UnionByName):
+        return ref.union_by_name(run_reference(plan.left, rels), run_reference(plan.right, rels), allow_missing=True)
     if isinstance(plan, Distinct):
         return ref.distinct(run_reference(plan.child, rels))
     if isinstance(plan, Agg):
@@ -425,7 +520,7 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
                     assert close(v, r.row[c]), f"{c}: COUNTING {v} != data {r.row[c]}\n{why}"
 
     # (4) no δ: COUNTING with every token 1 is the bag multiplicity
-    if not has(plan, (Distinct, Agg)):
+    if not has_delta(plan):
         for k, e in summed.items():
             assert evaluate(e, COUNTING) == plain_bag[k], why
 
@@ -495,6 +590,15 @@ FIXED = {
     "new_aggs_of_aggs": Agg(Agg(Base("R"), ("a",), (("cnt", "count", None), ("std_v", "stddev", "v"), ("spread_v", "expr", Arg("spread", "v")))),
                             ("cnt",), (("x2sum_cnt", "sum", Arg("x2", "cnt")), ("cd_cnt", "count_distinct", "cnt"),
                                        ("sum_std_v", "sum", "std_v"), ("max_spread_v", "max", "spread_v"))),
+    # semi joins on names over a union by name with missing columns (null keys), then a value column kept
+    "semi_join_union_by_name": SemiJoin(UnionByName(Select(Base("R"), ("b", "a")), Select(Base("S"), ("v", "b"))), Base("S"), ("b",), "left_semi"),
+    "semi_join_of_aggregate": SemiJoin(Agg(Base("R"), ("a",), (("sum_v", "sum", "v"),)), Base("S"), ("a",), "semi"),
+    # a self join on a condition, then a semi join on a condition, then intersect with nulls on both sides
+    "conditions_and_intersect": Intersect(
+        Select(CondJoin(CondJoin(Base("R"), Rename(Base("R"), "_2"), "a", "<", "a_2", False), Rename(Base("S"), "_3"), "v", "<=", "v_3", True),
+               ("b", "v")),
+        Select(UnionByName(Select(Base("S"), ("b",)), Select(Base("R"), ("v", "b"))), ("b", "v")),
+    ),
 }
 
 

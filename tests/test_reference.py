@@ -313,3 +313,57 @@ def test_an_expression_over_aggregates_is_a_black_box_of_the_group():
 
 def test_norm_value_of_a_set_ignores_order():
     assert ref.norm_value([3, 1.0]) == ref.norm_value([1, 3])
+
+
+# ---------------------------------------------------------------------- semi join, theta join, intersect, unionByName
+def test_semi_join_keeps_left_rows_times_delta_of_partners():
+    r = _r()  # id, a, v: a = 1, 1, 2, 1
+    s = ref.base("S", [{"sid": 7, "a": 1}, {"sid": 8, "a": 1}, {"sid": 9, "a": 3}, {"sid": 10, "a": None}], key=["sid"])
+    j = ref.semi_join(r, s, on=["a"])
+    assert j.columns == ["a", "id", "v"]  # as Spark orders a join on names
+    d = DELTA(S("S:7") + S("S:8"))
+    assert [(x.data["id"], x.ann) for x in j] == [(1, S("R:1") * d), (2, S("R:2") * d), (4, S("R:4") * d)]
+    # a row keeps its multiplicity; a null key has no partner
+    nulls = ref.base("N", [{"n": 1, "a": None}], key=["n"])
+    assert len(ref.semi_join(nulls, ref.select(nulls, ["a"]), on=["a"])) == 0
+    dup = ref.union(ref.select(r, ["a"]), ref.select(r, ["a"]))
+    assert ref.tuple_polynomials(ref.semi_join(dup, s, on=["a"]))[(1,)] == sympy.expand(2 * (S("R:1") + S("R:2") + S("R:4")) * d)
+
+
+def test_semi_join_where_and_theta_join():
+    r = ref.select(_r(), ["id", "v"])  # v = 10, None, 5, 10
+    s = ref.base("S", [{"sid": 7, "w": 6}, {"sid": 8, "w": 11}], key=["sid"])
+    lt = ref.compare_columns("v", "<", "w")
+    semi = ref.semi_join_where(r, s, lt)
+    assert semi.columns == ["id", "v"]
+    assert [(x.data["id"], x.ann) for x in semi] == [
+        (1, S("R:1") * DELTA(S("S:8"))), (3, S("R:3") * DELTA(S("S:7") + S("S:8"))), (4, S("R:4") * DELTA(S("S:8")))]
+    theta = ref.theta_join(r, s, lt)
+    assert theta.columns == ["id", "v", "sid", "w"]
+    assert [x.ann for x in theta] == [S("R:1") * S("S:8"), S("R:3") * S("S:7"), S("R:3") * S("S:8"), S("R:4") * S("S:8")]
+    with pytest.raises(ValueError):
+        ref.theta_join(r, r, lt)
+
+
+def test_intersect_is_delta_of_each_side_and_null_safe():
+    a = ref.base("A", [{"id": 1, "x": 1}, {"id": 2, "x": 1}, {"id": 3, "x": None}, {"id": 4, "x": 2}], key=["id"])
+    b = ref.base("B", [{"id": 5, "y": 1}, {"id": 6, "y": None}, {"id": 7, "y": 3}], key=["id"])
+    i = ref.intersect(ref.select(a, ["x"]), ref.select(b, ["y"]))
+    assert i.columns == ["x"]
+    assert ref.tuple_polynomials(i) == {
+        (1,): sympy.expand(DELTA(S("A:1") + S("A:2")) * DELTA(S("B:5"))),
+        (None,): sympy.expand(DELTA(S("A:3")) * DELTA(S("B:6"))),
+    }
+    assert len(ref.intersect(ref.select(a, ["x"]), ref.filter_rows(ref.select(b, ["y"]), lambda d: False))) == 0
+
+
+def test_union_by_name_fills_missing_columns_with_null():
+    a = ref.base("A", [{"id": 1, "x": 1}], key=["id"])
+    b = ref.base("B", [{"y": 2, "id": 5}], key=["id"])
+    u = ref.union_by_name(a, b, allow_missing=True)
+    assert u.columns == ["id", "x", "y"]
+    assert [(x.data, x.ann) for x in u] == [({"id": 1, "x": 1, "y": None}, S("A:1")), ({"id": 5, "x": None, "y": 2}, S("B:5"))]
+    with pytest.raises(ValueError):
+        ref.union_by_name(a, b)
+    g = ref.group_by(a, ["id"], [("n", "count", None)])
+    assert ref.union_by_name(g, b, allow_missing=True).rows[0].aggs["n"].result == 1  # aggregate values travel by name

@@ -27,6 +27,7 @@ __all__ = [
     "read_projection",
     "read_aggregate",
     "read_condition",
+    "read_join_key_types",
     "references",
     "nondeterministic",
     "NONDETERMINISTIC",
@@ -208,6 +209,31 @@ def _readable(sql: str) -> str:
     '(tot > 300)'
     """
     return re.sub(r"CAST\((-?[0-9.]+(?:E-?[0-9]+)?[LDSY]?) AS [A-Z]+(?:\([0-9, ]+\))?\)", r"\1", sql)
+
+
+def read_join_key_types(joined: DataFrame) -> list[Any] | None:
+    """The types in which a join on column names compares its keys, in the order of ``on``:
+    Spark casts both sides of a key whose types differ to a common one (an ``int`` key and a
+    ``string`` key are compared as ``bigint``, so ``"1"`` and ``"01"`` are the same key).
+    ``None`` if the plan is not a join on column names (PySpark ``DataType`` objects otherwise)."""
+    from pyspark.sql.types import _parse_datatype_json_string
+
+    top = analyzed(joined)
+    while node_name(top) == "Project":
+        top = top.child()
+    if node_name(top) != "Join" or top.condition().isEmpty():
+        return None
+    out: list[Any] = []
+    stack = [top.condition().get()]
+    while stack:  # the conjuncts left to right: the analyzer builds And(And(k1, k2), k3)
+        node = stack.pop()
+        if node_name(node) == "And":
+            stack += [node.right(), node.left()]
+        elif node_name(node) == "EqualTo":
+            out.append(_parse_datatype_json_string(node.left().dataType().json()))
+        else:
+            return None
+    return out
 
 
 def read_projection(source: DataFrame, projected: DataFrame) -> Projection | None:

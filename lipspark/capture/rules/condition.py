@@ -25,9 +25,10 @@ from lipspark.vocabulary.columns import value_col
 from lipspark.vocabulary.ids import positional
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.frame import AnnotatedFrame
     from lipspark.tracker import Tracker
 
-__all__ = ["valued_columns", "record_condition"]
+__all__ = ["valued_columns", "record_condition", "record_join_condition"]
 
 
 def valued_columns(read: Iterable[str], values: Sequence[str]) -> list[str]:
@@ -57,3 +58,13 @@ def record_condition(tracker: "Tracker", inputs: Sequence[tuple[DataFrame, Seque
         F.lit(None).cast("string").alias("value"),
     )
     tracker.builder.record(RowNodeSegment(seg, tracker.context, label=label, op=Op.CONDITION), nodes=nodes)
+
+
+def record_join_condition(left: "AnnotatedFrame", right: "AnnotatedFrame", read: Iterable[str], label: str) -> None:
+    """A join (inner or semi) whose condition reads values with v-nodes (``amount == best``, a
+    join on an aggregate): a CONDITION node over the values of both sides it read."""
+    names = set(read)
+    sides = [(left.with_annotations(), valued_columns(names, left.layout.values)),
+             (right.with_annotations(), valued_columns(names, right.layout.values))]
+    if any(cols for _, cols in sides):
+        record_condition(left.tracker, sides, label)

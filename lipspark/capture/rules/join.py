@@ -1,8 +1,13 @@
-"""Join rules: each output row's provenance is the · of its two input rows.
+"""Join rules: inner and cross joins (each output row the · of its two input rows), semi joins.
 
-The factor lists of both sides are concatenated (``k = k_left + k_right``) instead of making a
-· node per row; the · node is made lazily, only where a pipeline breaker needs the row as one
-p-node (the member rule). Only inner and cross joins have a provenance rule here.
+Inner joins, on column names or on a condition (an equality or not, a self join through
+``alias``), and ``crossJoin``: the factor lists of both sides are concatenated
+(``k = k_left + k_right``) instead of making a · node per row; the · node is made lazily, only
+where a pipeline breaker needs the row as one p-node (the member rule). Semi joins keep the left
+rows that have a partner, each ``r · δ(Σ partners)``: :mod:`~lipspark.capture.rules.semijoin`.
+
+Outer and anti joins are refused: a row kept *because it has no partner* needs a monus
+(difference), which these positive rules do not have.
 """
 from __future__ import annotations
 
@@ -15,7 +20,8 @@ from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import bag_col, factor, value_col
 from lipspark.capture.plan import condition_sql, join_references
 from lipspark.capture.rules._common import BLACK_BOX_HINT, same_tracker
-from lipspark.capture.rules.condition import record_condition, valued_columns
+from lipspark.capture.rules.condition import record_join_condition
+from lipspark.capture.rules.semijoin import SEMI, semi_join
 from lipspark.errors import UnsupportedOperation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,34 +29,40 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["join", "cross_join"]
 
+#: Outer and anti joins (``how`` lower-cased without underscores): refused, naming what to use.
+_MONUS = {
+    **dict.fromkeys(("outer", "full", "fullouter", "left", "leftouter", "right", "rightouter"), (
+        "an outer join: its rows without a partner need a monus, which lipspark does not have yet",
+        "an inner join for the rows that have partners, or lipspark.cogroup(key, L=left, R=right), which keeps every key "
+        "with the bags of both sides (empty where one has no row); or " + BLACK_BOX_HINT)),
+    **dict.fromkeys(("anti", "leftanti"), (
+        "an anti join: a row kept because it has no partner needs a monus, which lipspark does not have yet",
+        "join(other, on, how='left_semi') keeps the rows that do have a partner; for the others, " + BLACK_BOX_HINT)),
+}
+
 
 def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = None) -> AnnotatedFrame:
-    """Inner (or cross) join on column names or a condition."""
+    """Inner, cross or semi join on column names or a condition."""
     right = same_tracker(left, other, "join")
     kind = (how or "inner").lower().replace("_", "")
+    if kind in SEMI:
+        return semi_join(left, right, on, str(how))
     if kind == "cross" and on is None:
         return cross_join(left, right)
+    if kind in _MONUS:
+        why, instead = _MONUS[kind]
+        raise UnsupportedOperation(f"join(how={how!r}) ({why})", instead)
     if kind not in ("inner", "cross"):
-        raise UnsupportedOperation(
-            f"join(how={how!r})",
-            f"an inner join (outer, semi and anti joins have no provenance rule here); or {BLACK_BOX_HINT}",
-        )
+        left.to_plain().join(right.to_plain(), on, how)  # Spark's own error for a join type it does not know
+        raise UnsupportedOperation(f"join(how={how!r})", "how='inner', how='cross' or how='left_semi'")
     if on is None:
         raise UnsupportedOperation("join without a condition", "crossJoin(other) for a Cartesian product")
     keys = {on} if isinstance(on, str) else ({c for c in on if isinstance(c, str)} if isinstance(on, (list, tuple)) else set())
     aligned, layout = _align_right(left, right, keys)
     joined = left.with_annotations().join(aligned, on, "inner")
-    _record_condition(left, right, keys or set(join_references(joined)), joined)
+    read = keys or set(join_references(joined))
+    record_join_condition(left, right, read, f"join on {condition_sql(joined) or ', '.join(sorted(read))}")
     return left.derive(joined, layout)
-
-
-def _record_condition(left: AnnotatedFrame, right: AnnotatedFrame, read: set[str], joined: DataFrame) -> None:
-    """A join whose condition reads values with v-nodes (``amount == best``, a join on an
-    aggregate) records a CONDITION node over them (:mod:`~lipspark.capture.rules.condition`)."""
-    sides = [(left.with_annotations(), valued_columns(read, left.layout.values)),
-             (right.with_annotations(), valued_columns(read, right.layout.values))]
-    if any(cols for _, cols in sides):
-        record_condition(left.tracker, sides, f"join on {condition_sql(joined) or ', '.join(sorted(read))}")
 
 
 def cross_join(left: AnnotatedFrame, other: Any) -> AnnotatedFrame:
