@@ -91,6 +91,21 @@ def _tables(frames: dict[str, Any], sf: float) -> Tables:
     return Tables(sf=sf, **{t: frames[t] for t in TABLES})
 
 
+class _Annotated:
+    """The relations a query reads, annotated on first use (each annotation checks its key, a
+    Spark job: the relations a query does not read cost nothing)."""
+
+    def __init__(self, tracker: Any, plain: dict[str, Any], sf: float) -> None:
+        self._tracker, self._plain, self._frames, self.sf = tracker, plain, {}, sf
+
+    def __getattr__(self, name: str) -> Any:
+        if name not in KEYS:
+            raise AttributeError(name)
+        if name not in self._frames:
+            self._frames[name] = self._tracker.annotate(self._plain[name], name, key=list(KEYS[name]))
+        return self._frames[name]
+
+
 def _diff(a: Counter, b: Counter) -> str:
     extra, missing = a - b, b - a
     parts = []
@@ -117,9 +132,8 @@ def score(spark: Any, plain: dict[str, Any], n: int, sf: float, *, seed: int = 0
     whole = _bag(plain_df.collect()) if limit else expected
     tracker = Tracker(spark)
     try:
-        annotated = {t: tracker.annotate(plain[t], t, key=list(KEYS[t])) for t in TABLES}
         try:
-            result = query(_tables(annotated, sf))
+            result = query(_Annotated(tracker, plain, sf))
             got = _bag((result.limit(limit) if limit else result).collect())
         except UnsupportedOperation as err:
             out.runs = "no: " + str(err).splitlines()[0]

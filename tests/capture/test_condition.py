@@ -40,7 +40,13 @@ def _distinct_over_value(df):
     return df.groupBy("k").agg(F.min("q").alias("lo")).select("lo").distinct()
 
 
-PLANS = {"having": _having, "join_best": _join_best, "join_on_value": _join_on_value,
+def _ratio_in_a_select(df):
+    """Not a condition: a value computed from aggregates in a later select has a v-node too."""
+    per_k = df.groupBy("k").agg(F.sum("q").alias("s"), F.count("*").alias("n"))
+    return per_k.withColumn("mean", F.col("s") / F.col("n")).select("k", "mean")
+
+
+PLANS = {"ratio_in_a_select": _ratio_in_a_select, "having": _having, "join_best": _join_best, "join_on_value": _join_on_value,
          "group_by_count": _group_by_count, "distinct_over_value": _distinct_over_value}
 
 
@@ -57,7 +63,8 @@ def test_a_what_if_that_claims_exact_equals_the_rerun(spark, name):
     rows = result.collect_annotated()
     assert _bag(r.row for r in rows) == _bag(plan(df).collect())  # fidelity
     g = t.graph()
-    assert len(g.nodes_with(op=Op.CONDITION)) >= 1, "the plan reads values: a condition must be recorded"
+    if name != "ratio_in_a_select":
+        assert len(g.nodes_with(op=Op.CONDITION)) >= 1, "the plan reads values: a condition must be recorded"
     inexact = 0
     for rid, _, _ in ROWS:
         r = delete(g, [g.token_id(f"R:{rid}")])

@@ -2,7 +2,9 @@
 
 A 1:1 projection keeps every row's annotation (the + of one row is the row): factors pass
 through, v-nodes and bag members follow the columns that pass through unchanged (renamed or
-not), and are dropped with a column that is recomputed. A value-level black box adds one v-node
+not); a column computed from values with v-nodes (``total / n``) gets a v-node per row as a
+black box would (:class:`Derived`: a what-if shows it unknown when its inputs change, never the
+captured value), other computed columns have none. A value-level black box adds one v-node
 per row (:func:`value_black_boxes`); a generator (``explode``) gives each output row its
 parent's annotation, times the member's own p-node when it explodes a bag with member
 provenance (:func:`generate`, Pig's FLATTEN).
@@ -10,7 +12,7 @@ provenance (:func:`generate`, Pig's FLATTEN).
 from __future__ import annotations
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from pyspark.errors import AnalysisException
@@ -36,7 +38,16 @@ __all__ = [
     "fill_na", "replace_values",
 ]
 
-_BlackBoxItem = tuple[ProjectionItem, "KnownBlackBox"]
+_BlackBoxItem = tuple[ProjectionItem, "KnownBlackBox | Derived"]
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A column computed from values that have v-nodes (``total / n``, ``F.round(avg, 2)``): a
+    what-if cannot recompute the expression, so it is recorded as a value-level black box
+    named after the column — changed inputs show it unknown, never the captured value."""
+
+    name: str
 
 
 def select(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
@@ -136,7 +147,8 @@ def _read(frame: AnnotatedFrame, cols: list[Any]) -> tuple[Projection, DataFrame
 
 def _black_boxes(frame: AnnotatedFrame, proj: Projection) -> list[_BlackBoxItem]:
     """The items computed by a value-level black box of the frame's tracker (by identity), in
-    order; a black box inside a larger expression is refused (its v-node would be lost)."""
+    order; a black box inside a larger expression is refused (its v-node would be lost). Items
+    computed from values with v-nodes are black boxes too (:class:`Derived`)."""
     out: list[_BlackBoxItem] = []
     registry = frame.tracker.black_boxes
     for it in proj.items:
@@ -147,6 +159,10 @@ def _black_boxes(frame: AnnotatedFrame, proj: Projection) -> list[_BlackBoxItem]
                                            f"compute {bb.name}(...) in a column of its own, then use that column")
         if found and found[0] is not None:
             out.append((it, found[0]))
+            continue
+        valued = [r for r in it.references if r in frame.layout.values]
+        if it.source is None and valued:  # computed from values with v-nodes
+            out.append((replace(it, udf_args=(tuple(dict.fromkeys(valued)),)), Derived(it.name)))
     return out
 
 
@@ -196,7 +212,7 @@ def value_black_boxes(frame: AnnotatedFrame, cols: list[Any], extra: list[Column
     return frame.derive(out.drop(*temp.values()), layout.with_(values=values))
 
 
-def _record_values(frame: AnnotatedFrame, out: DataFrame, it: ProjectionItem, bb: KnownBlackBox, temp: dict[str, str]) -> DataFrame:
+def _record_values(frame: AnnotatedFrame, out: DataFrame, it: ProjectionItem, bb: "KnownBlackBox | Derived", temp: dict[str, str]) -> DataFrame:
     tracker = frame.tracker
     seg = tracker.builder.allocate()
     factors = frame.layout.factor_cols()
