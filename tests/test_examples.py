@@ -445,7 +445,9 @@ class Runner:
 
     def sh(self, where: str, cmd: str) -> tuple[str | None, str]:
         t = time.perf_counter()
-        proc = subprocess.run(["bash", "-c", cmd], cwd=self.wd, env=self.env, capture_output=True, text=True, timeout=1800)
+        # no input but what the command gives itself (`lipspark shell G < FILE`): never the terminal's
+        proc = subprocess.run(["bash", "-c", cmd], cwd=self.wd, env=self.env, capture_output=True, text=True, timeout=1800,
+                              stdin=subprocess.DEVNULL)
         self.timings.append((where, time.perf_counter() - t))
         return _failed(proc), proc.stdout
 
