@@ -389,19 +389,10 @@ def test_collector_reads_blocks_markers_and_outputs():
 # ---- running the examples (slow: make test-slow) ---------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def demo_graph(spark, tmp_path_factory) -> str:
-    """The graph ``make demo`` writes, made here the same way (:func:`lipspark.demo.run_car_dealership`)."""
-    from lipspark.demo import run_car_dealership
-
-    out = str(tmp_path_factory.mktemp("demo") / "car_dealership-demo")
-    run_car_dealership(spark, out, workflow=os.path.join(ROOT, "workflows", "car_dealership.py"))
-    return out
-
-
 @pytest.fixture
 def workdir(demo_graph, tmp_path) -> str:
-    """A directory like a checkout after ``make demo``: copies of workflows/, queries/ and the demo graph."""
+    """A directory like a checkout after ``make demo``: copies of workflows/, queries/ and the demo
+    graph (``demo_graph``, tests/conftest.py)."""
     from lipspark.demo import DEMO_GRAPH
 
     wd = tmp_path / "work"
