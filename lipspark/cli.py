@@ -106,7 +106,8 @@ def _epilog(command: str) -> str:
     text = f"examples{f' (after make demo, which writes {_DEMO})' if demo else ''}:\n" + "\n".join("  " + e for e in _EXAMPLES[command])
     if command == "query":
         text += ("\n\nstatements, one example of each (for -e; several are separated by ;):\n"
-                 + "\n".join("  " + e for e in _STATEMENTS) + "\n\nThe language: docs/query-language.md.")
+                 + "\n".join("  " + e for e in _STATEMENTS) + "\n\nThe language: docs/query-language.md. lipspark shell keeps a graph "
+                 "open for a session of queries (help shows each statement's syntax; Tab completes names).")
     return text
 
 
