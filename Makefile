@@ -1,10 +1,12 @@
-# lipspark — two entry points: `make demo` (the main job) and `make test`.
+# lipspark — two entry points: `make demo` (the main job) and `make test`; `make help` lists the others.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench check-java clean
+DEMO_GRAPH := graphs/car_dealership-demo
+
+.PHONY: help demo test test-slow notebook bench check-java clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -15,17 +17,26 @@ $(STAMP): pyproject.toml
 check-java:
 	@$(PY) scripts/check_java.py
 
-test: check-java $(STAMP)
+test: check-java $(STAMP)   # mypy and the suite but its slow cases
 	$(BIN)/python -m mypy
 	$(BIN)/python -m pytest -q -m "not slow"
 
 test-slow: check-java $(STAMP)   # the minutes-long end-to-end cases; CI runs them after make test
 	$(BIN)/python -m pytest -q -m slow
 
-demo: check-java $(STAMP)
+demo: check-java $(STAMP)   # the car dealership with provenance into graphs/car_dealership-demo, its queries, drawings
 	$(BIN)/python -m lipspark.demo
 
-bench: check-java $(STAMP)
+$(DEMO_GRAPH)/store.json: | check-java $(STAMP)
+	$(BIN)/python -m lipspark.demo
+
+notebook: check-java $(STAMP) $(DEMO_GRAPH)/store.json   # viz/what_if.ipynb executed on the demo graph and saved with its outputs (commit them)
+	$(BIN)/python scripts/notebook.py
+
+help:   # the targets and what they do
+	@grep -E '^[a-z][a-z-]*:.*# ' Makefile | sed -E 's/^([a-z-]+):[^#]*# */  make \1\t/'
+
+bench: check-java $(STAMP)   # the benchmarks (long), into benchmarks/results/
 	$(BIN)/python benchmarks/micro.py
 	$(BIN)/python benchmarks/car_dealership.py
 	$(BIN)/python benchmarks/key_check.py      # annotate(key=...) and workflow inputs, with and without the key check
@@ -33,5 +44,5 @@ bench: check-java $(STAMP)
 	$(BIN)/python benchmarks/cold_queries.py   # the same, as whole processes on mapped stores
 	$(BIN)/lipspark bench                 # WorkflowGen: car dealership + Arctic stations (long)
 
-clean:
+clean:   # the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .hypothesis spark-warehouse

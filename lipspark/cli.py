@@ -7,6 +7,8 @@
 'zoomout agg'
 >>> build_parser().parse_args(["export", "graphs/g", "--format", "prov-n", "-o", "g.provn"]).format
 'prov-n'
+>>> build_parser().parse_args(["shell", "graphs/g", "--ids"]).ids
+True
 >>> a = build_parser().parse_args(["viz", "graphs/g", "-e", "zoomout agg", "-o", "viz/agg.html", "--max-nodes", "300"])
 >>> a.output, a.max_nodes, a.file
 ('viz/agg.html', 300, None)
@@ -19,6 +21,7 @@ import sys
 from typing import Any
 
 from lipspark.errors import Interrupted, LipsparkError
+from lipspark.shell import STATEMENTS
 
 __all__ = ["main", "console", "build_parser"]
 
@@ -64,6 +67,7 @@ _EXAMPLES = {
     "lipspark": [
         "lipspark run workflows/car_dealership.py --executions 1 --param numCars=200 --graph graphs/cars",
         f"lipspark query {_DEMO} queries/what_if_car_absent.lq",
+        f"lipspark shell {_DEMO}",
         f'lipspark viz {_DEMO} -e "subgraph output Bids1 of dealer1 execution 1" -o viz/bid.html',
         f'lipspark export {_DEMO} -e "zoomout dealer1, dealer2, dealer3, dealer4" -o coarse.provn',
     ],
@@ -79,6 +83,10 @@ _EXAMPLES = {
         f'lipspark query {_DEMO} -e "zoomout dealer2, dealer3, dealer4; ancestors output BestBid of agg execution 1"',
         f"lipspark query {_DEMO} -e 'show state Cars(Model = \"Audi A6\") in dealer1 execution 1' --format json",
     ],
+    "shell": [
+        f"lipspark shell {_DEMO}  # at a terminal: Tab completes, help lists the statements, quit leaves",
+        f"lipspark shell {_DEMO} < queries/what_if_car_absent.lq  # from a file or a pipe: prints the answers only",
+    ],
     "export": [
         f"lipspark export {_DEMO} -o car_dealership.json",
         f'lipspark export {_DEMO} -e "ancestors output BestBid of agg execution 1" -o best_bid.graphml',
@@ -88,20 +96,9 @@ _EXAMPLES = {
         f"lipspark viz {_DEMO} queries/winning_bid_cars.lq -o viz/winning_bid_cars.html",
     ],
 }
-#: One example of every statement of the query language (docs/query-language.md), on the demo graph.
-_STATEMENTS = [
-    "zoomout dealer2, dealer3, dealer4",
-    "zoomout dealer1, dealer2; zoomin dealer2",
-    "zoomout dealer1; reset",
-    'delete tuple Cars(CarId = "D1C000004") in dealer1',
-    "subgraph output Bids1 of dealer1 execution 1",
-    "ancestors output BestBid of agg execution 1",
-    'descendants token "Requests:B1"',
-    'depends output Bids1 of dealer1 execution 1 on tuple Requests(BidId = "B1") in request',
-    "polynomial value Amount of output Bids2 of dealer2 execution 1",
-    "evaluate lineage output BestBid of agg execution 1",
-    'show state Cars(Model = "Audi A6") in dealer1 execution 1',
-]
+#: One example of every statement of the query language (docs/query-language.md), on the demo graph;
+#: ``help`` in ``lipspark shell`` shows them with their syntax.
+_STATEMENTS = [s.example for s in STATEMENTS]
 
 
 def _epilog(command: str) -> str:
@@ -109,7 +106,8 @@ def _epilog(command: str) -> str:
     text = f"examples{f' (after make demo, which writes {_DEMO})' if demo else ''}:\n" + "\n".join("  " + e for e in _EXAMPLES[command])
     if command == "query":
         text += ("\n\nstatements, one example of each (for -e; several are separated by ;):\n"
-                 + "\n".join("  " + e for e in _STATEMENTS) + "\n\nThe language: docs/query-language.md.")
+                 + "\n".join("  " + e for e in _STATEMENTS) + "\n\nThe language: docs/query-language.md. lipspark shell keeps a graph "
+                 "open for a session of queries (help shows each statement's syntax; Tab completes names).")
     return text
 
 
@@ -161,6 +159,16 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     q.add_argument("--ids", action="store_true", help="tables show node ids too (JSON always has them)")
     q.add_argument("--all", action="store_true", help="tables show every row (default: the first 50)")
+    sh = command("shell", help="a session of queries on one graph: one statement a line, history, Tab completion, help",
+                 description="Open a graph once and answer query statements line by line, as lipspark query prints "
+                             "them, on one working view (a zoomout holds until reset). An error is one line and the "
+                             "session goes on. At a terminal: history in ~/.lipspark_history (LIPSPARK_HISTORY names "
+                             "another file; empty: none), Tab completes keywords and the graph's module, relation and "
+                             "column names, help lists the statements, quit or Ctrl-D leaves. From a pipe or a file: "
+                             "the answers only, exit status 2 if a statement failed. See docs/query-language.md.")
+    sh.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
+    sh.add_argument("--ids", action="store_true", help="tables show node ids too")
+    sh.add_argument("--all", action="store_true", help="tables show every row (default: the first 50)")
     x = command("export", help="export a captured graph, or a query's final view or answer, as W3C PROV or GraphML",
                 description="Export a graph as W3C PROV (PROV-JSON, PROV-N) or GraphML. With a query, export the view "
                             "it leaves (after zoomout/delete), or only the nodes its last statement answers "
@@ -314,6 +322,24 @@ def _query(args: Any) -> int:
     return 0
 
 
+def _shell(args: Any) -> int:
+    import os
+
+    from lipspark.query.engine import Session
+    from lipspark.shell import Shell, history_path
+
+    if not os.path.isdir(args.graph):
+        raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
+    _materialized(args.graph)
+    interactive = sys.stdin.isatty()
+    shell = Shell(Session(args.graph), ids=args.ids, all_rows=args.all, source="<shell>" if interactive else "<stdin>")
+    if not interactive:
+        return shell.run(sys.stdin)
+    g = shell.session.base
+    return shell.interact(history_path(), banner=f"{args.graph}: {len(g):,} nodes, {g.num_edges:,} edges. "
+                                                "One statement a line (help lists them, Tab completes); quit or Ctrl-D leaves.")
+
+
 def _session(args: Any) -> tuple[Any, list[Any]]:
     """Parse the optional query (syntax errors before the slower graph load), open the graph, run it."""
     import os
@@ -414,6 +440,8 @@ def _main(args: Any) -> int:
             return _bench(args)
         if args.command == "query":
             return _query(args)
+        if args.command == "shell":
+            return _shell(args)
         if args.command == "reindex":
             return _reindex(args)
         if args.command == "check":

@@ -30,6 +30,17 @@ def spark():
 
 
 HERE = os.path.dirname(__file__)
+
+
+@pytest.fixture(scope="session")
+def demo_graph(spark, tmp_path_factory) -> str:
+    """The graph ``make demo`` writes, made here the same way (:func:`lipspark.demo.run_car_dealership`),
+    once for the examples (tests/test_examples.py) and the what-if notebook (tests/viz/test_notebook.py)."""
+    from lipspark.demo import run_car_dealership
+
+    out = str(tmp_path_factory.mktemp("demo") / "car_dealership-demo")
+    run_car_dealership(spark, out, workflow=os.path.join(HERE, "..", "workflows", "car_dealership.py"))
+    return out
 LEDGER = os.path.join(HERE, "fixtures", "ledger.py")
 CARS = os.path.join(HERE, "..", "workflows", "car_dealership.py")
 #: the car dealership run shared by the workflow and the query tests (the buyer buys in execution 1)

@@ -389,19 +389,10 @@ def test_collector_reads_blocks_markers_and_outputs():
 # ---- running the examples (slow: make test-slow) ---------------------------------------------
 
 
-@pytest.fixture(scope="session")
-def demo_graph(spark, tmp_path_factory) -> str:
-    """The graph ``make demo`` writes, made here the same way (:func:`lipspark.demo.run_car_dealership`)."""
-    from lipspark.demo import run_car_dealership
-
-    out = str(tmp_path_factory.mktemp("demo") / "car_dealership-demo")
-    run_car_dealership(spark, out, workflow=os.path.join(ROOT, "workflows", "car_dealership.py"))
-    return out
-
-
 @pytest.fixture
 def workdir(demo_graph, tmp_path) -> str:
-    """A directory like a checkout after ``make demo``: copies of workflows/, queries/ and the demo graph."""
+    """A directory like a checkout after ``make demo``: copies of workflows/, queries/ and the demo
+    graph (``demo_graph``, tests/conftest.py)."""
     from lipspark.demo import DEMO_GRAPH
 
     wd = tmp_path / "work"
@@ -445,7 +436,9 @@ class Runner:
 
     def sh(self, where: str, cmd: str) -> tuple[str | None, str]:
         t = time.perf_counter()
-        proc = subprocess.run(["bash", "-c", cmd], cwd=self.wd, env=self.env, capture_output=True, text=True, timeout=1800)
+        # no input but what the command gives itself (`lipspark shell G < FILE`): never the terminal's
+        proc = subprocess.run(["bash", "-c", cmd], cwd=self.wd, env=self.env, capture_output=True, text=True, timeout=1800,
+                              stdin=subprocess.DEVNULL)
         self.timings.append((where, time.perf_counter() - t))
         return _failed(proc), proc.stdout
 

@@ -1,7 +1,7 @@
 """The package's layers depend downward only, and the pure layers never import Spark.
 
 Layers (docs/design.md's map): vocabulary → semiring, store → graph → query → viz, export;
-capture (Spark) and workflow sit beside them; cli, demo and bench use everything. Every
+capture (Spark) and workflow sit beside them; cli, shell, demo and bench use everything. Every
 import in a module counts, including those inside functions.
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "capture": ("lipspark.capture", "lipspark.frame", "lipspark.tracker", "lipspark.functions", "lipspark.blackbox",
                 "lipspark.columns", "lipspark.plan", "lipspark.session"),
     "workflow": ("lipspark.workflow", "lipspark.examples"),
-    "application": ("lipspark.cli", "lipspark.demo", "lipspark.bench", "lipspark"),
+    "application": ("lipspark.cli", "lipspark.shell", "lipspark.demo", "lipspark.bench", "lipspark"),
 }
 #: layer → the layers it may import (besides itself)
 ALLOWED: dict[str, set[str]] = {

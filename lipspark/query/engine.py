@@ -141,6 +141,11 @@ class Result:
     def __str__(self) -> str:
         return self.to_text()
 
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        """IPython and the plain-text form of a notebook output (a forge's view without HTML):
+        the answer's text, not the dataclass with every row."""
+        p.text(self.to_text())
+
     def _repr_html_(self) -> str:
         """Jupyter: the text of the result, and a drawing of it when it has a graph and a
         renderer is set (:attr:`html_renderer`; ``import lipspark.viz`` sets it)."""

@@ -197,6 +197,14 @@ def test_long_tables_are_cut_in_text_but_not_in_json():
     assert "… and" not in r.to_text(all_rows=True) and r.to_text(all_rows=True).count("\n") == r.to_text().count("\n") + len(r.rows) - 51
 
 
+def test_ipython_shows_a_result_as_its_text(session):
+    """A notebook's text/plain output of a result (what a viewer without HTML shows) is its
+    answer, not the dataclass with every row."""
+    pretty = pytest.importorskip("IPython.lib.pretty")
+    r = one(session, "show invocation dealer1")
+    assert pretty.pretty(r) == r.to_text()
+
+
 def test_depends(session, dealer):
     n = dealer.names
     r = one(session, 'depends output Bids in dealer1 on token "Requests:B1"')
