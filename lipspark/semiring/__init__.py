@@ -13,6 +13,7 @@ True
 from __future__ import annotations
 
 from lipspark.semiring.evaluate import evaluate
+from lipspark.semiring.expanded import Expanded, ExpandedAggregate, Monomial, expand
 from lipspark.semiring.expr import (
     ONE,
     ZERO,
@@ -65,6 +66,10 @@ __all__ = [
     "normal_form",
     "equivalent",
     "tokens",
+    "expand",
+    "Expanded",
+    "ExpandedAggregate",
+    "Monomial",
     "Semiring",
     "BOOLEAN",
     "COUNTING",
