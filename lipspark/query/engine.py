@@ -29,7 +29,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from lipspark.errors import MissingValueError, QueryError, SemiringError
-from lipspark.graph.expression import evaluate, invocation_tokens, polynomial, token_name
+from lipspark.graph.expression import evaluate, expanded, invocation_tokens, polynomial, token_name
 from lipspark.graph.index import GraphIndex
 from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
@@ -150,18 +150,6 @@ class Result:
         drawable = self.graph is not None and self.kind in ("view", "subgraph", "delete", "nodes")
         drawing = renderer(self) if renderer is not None and drawable else None
         return text + (drawing or "")
-
-
-def _expanded(expr: Any) -> str:
-    """An expression with its polynomials multiplied out (sympy), shared parts expanded."""
-    from lipspark.semiring import AggValue, Expr, normal_form
-
-    if isinstance(expr, AggValue):
-        groups = sorted(expr.normal_form()[1], key=lambda t: str(t))
-        return f"{expr.op}(" + " + ".join(f"({poly}) ⊗ {value}" for value, poly in groups) + ")"
-    if isinstance(expr, Expr):
-        return str(normal_form(expr))
-    return str(expr)
 
 
 class Session:
@@ -370,9 +358,13 @@ class Session:
         rows = []
         targets = self._resolve(stmt.target)
         for p, d in zip(targets.tolist(), node_rows(self.view, targets)):
-            expr = polynomial(self.view, int(self.view.ids[p]))
-            rows.append({"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
-                         "polynomial": _expanded(expr) if stmt.expand else str(expr)})
+            node = int(self.view.ids[p])
+            try:
+                expr = expanded(self.view, node) if stmt.expand else polynomial(self.view, node)
+            except SemiringError as err:  # an expansion too large to write
+                raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from None
+            rows.append({"node": node, "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
+                         "polynomial": str(expr)})
         return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "polynomial"])
 
     def _semiring(self, stmt: ast.Evaluate) -> Semiring[Any] | None:
