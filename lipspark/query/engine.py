@@ -29,12 +29,12 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from lipspark.errors import MissingValueError, QueryError, SemiringError
-from lipspark.graph.expression import evaluate, expanded, invocation_tokens, polynomial, token_name
+from lipspark.graph.expression import evaluate, expanded, invocation_tokens, polynomial, provenance_mapping, token_name
 from lipspark.graph.index import GraphIndex
 from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
 from lipspark.query.parser import parse
-from lipspark.query.selector import resolve
+from lipspark.query.selector import NoSuchColumn, resolve
 from lipspark.query.text import ROW_LIMIT, changed_by_tuple, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
 from lipspark.query.trace import subgraph_positions
 from lipspark.query.zoom import zoom_in, zoom_out
@@ -368,16 +368,25 @@ class Session:
         return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "polynomial"])
 
     def _semiring(self, stmt: ast.Evaluate) -> Semiring[Any] | None:
-        """The semiring a statement names (None: probability)."""
-        from lipspark.semiring import get_semiring, semiring_names
+        """The semiring a statement names (None: probability); minmax/maxmin over its levels."""
+        from lipspark.semiring import MaxMinSemiring, MinMaxSemiring, get_semiring, semiring_names
 
         name, where = stmt.semiring, f"{stmt} (line {stmt.pos.line})"
+        if name in _LEVELLED:
+            if not stmt.levels:
+                raise QueryError(f"{where}: {name} needs its levels, lowest first: {name}(LEVEL < LEVEL < …), e.g. {name}(public < secret)")
+            try:
+                return (MinMaxSemiring if name == "minmax" else MaxMinSemiring)(stmt.levels)
+            except SemiringError as err:
+                raise QueryError(f"{where}: {err}") from None
+        if stmt.levels:
+            raise QueryError(f"{where}: only minmax and maxmin take levels; {name} does not (write `evaluate {name} …`)")
         if name == "probability":
             return None
         try:
             return get_semiring(name)
         except SemiringError as err:
-            choices = ", ".join([*semiring_names(), "probability"])
+            choices = ", ".join([*semiring_names(), "minmax(…)", "maxmin(…)", "probability"])
             raise QueryError(f"{where}: unknown semiring {name!r}; expected one of {choices}") from err
 
     def _evaluate(self, stmt: ast.Evaluate) -> Result:
@@ -391,15 +400,17 @@ class Session:
             node = int(self.view.ids[p])
             try:
                 if default is _UNSET:
-                    value = evaluate(self.view, node, semiring, mapping)
+                    value = evaluate(self.view, node, semiring, mapping, without_delta=stmt.without_delta)
                 else:
-                    value = evaluate(self.view, node, semiring, mapping, default=default)
+                    value = evaluate(self.view, node, semiring, mapping, default=default, without_delta=stmt.without_delta)
             except MissingValueError as err:
-                raise _missing(stmt, "level" if stmt.semiring == "security" else "value", err.tokens) from None
+                raise _missing(stmt, "level" if stmt.semiring in (*_LEVELLED, "security") else "value", err.tokens) from None
             rows.append({"node": node, "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
                          "value": _plain(value)})
         extra = {"_lineage": sorted(mapping)} if stmt.semiring == "lineage" else {}
-        summary = f"in the {semiring} semiring"
+        summary = f"in the {semiring} semiring" + (", δ as the identity" if stmt.without_delta else "")
+        if stmt.without_delta and stmt.semiring == "counting":
+            summary += " (the number of derivations)"
         return Result(str(stmt), "evaluate", rows=rows, summary=summary, columns=["name", "module", "execution", "value"], extra=extra)
 
     def _probability(self, stmt: ast.Evaluate) -> Result:
@@ -432,6 +443,14 @@ class Session:
         default: Any = _UNSET
         g = self.view
         for a in stmt.given:
+            if isinstance(a, ast.TupleColumn):
+                try:
+                    values = provenance_mapping(g, a.relation, a.column)
+                except QueryError as err:
+                    raise QueryError(f"{a} (line {a.pos.line}): {err}") from None
+                for token, v in values.items():
+                    mapping[token] = coerce(v, f"token {token!r} has {a.column} = {v!r}")
+                continue
             value = coerce(a.value)
             if isinstance(a.target, ast.DefaultRef):
                 default = value
@@ -442,9 +461,16 @@ class Session:
                 for p in hits.tolist():
                     mapping[token_name(g, p)] = value
             else:
-                for p in resolve(g, a.target).tolist():
+                try:
+                    hits = resolve(g, a.target)
+                except NoSuchColumn as err:
+                    raise QueryError(f"{err.found}; to give each base tuple the value of one of its columns, write "
+                                     f"`given tuple {err.relation}.COLUMN` (the column must be one the tuples keep)") from None
+                for p in hits.tolist():
                     if len(g.children(p)):
-                        raise QueryError(f"{a} (line {a.pos.line}): `given` values base tuples and invocations; node {int(g.ids[p])} ({g.label(p)}) is derived")
+                        raise QueryError(f"{a} (line {a.pos.line}): `given` values base tuples and invocations; node {int(g.ids[p])} "
+                                         f"({g.label(p)}) is derived; to give each base tuple the value of one of its columns, "
+                                         f"write `given tuple REL.COLUMN`")
                     mapping[token_name(g, p)] = value
         return mapping, default
 
@@ -469,6 +495,10 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
 _UNSET: Any = object()
 
 
+#: the semirings written with their levels, ``minmax(a < b < c)``
+_LEVELLED = ("minmax", "maxmin")
+
+
 def _coerce(semiring: Semiring[Any] | None, v: Any, stmt: ast.Evaluate, what: str | None = None) -> Any:
     """A value the statement gives a token (``what``: where it comes from, for a column's
     value), as the semiring's element (``semiring`` None: a probability)."""
@@ -486,5 +516,5 @@ def _coerce(semiring: Semiring[Any] | None, v: Any, stmt: ast.Evaluate, what: st
 def _missing(stmt: ast.Evaluate, what: str, names: tuple[str, ...]) -> QueryError:
     """The tokens a statement gives no value: an error naming them and the ways to give one."""
     return QueryError(f"{stmt} (line {stmt.pos.line}): no {what} for {len(names)} token(s): {describe_tokens(names)}; "
-                      f"give them one with `given relation REL = V` or `given token \"{names[0]}\" = V`, "
+                      f"give them one with `given tuple REL.COLUMN`, `given relation REL = V` or `given token \"{names[0]}\" = V`, "
                       f"or give every token not named `default = V` (a {what} is never guessed)")

@@ -322,9 +322,9 @@ ERRORS = [
     (f"evaluate security {B1} given default = SECRET", r"found str 'SECRET'"),  # levels are names: case counts
     (f"evaluate why {B1} given default = 1", r"expected a value of the why semiring, 0 \(absent\): a token stands for itself otherwise"),
     (f"evaluate probability {B1} given default = 2", r"a probability is a number between 0 and 1, found 2"),
-    (f"evaluate probability {B1} given relation Cars = 0.5", r"no probability for 1 token\(s\): Requests:B1; give them one with `given relation REL = V` or `given token \"Requests:B1\" = V`, or give every token not named `default = V`"),
+    (f"evaluate probability {B1} given relation Cars = 0.5", r"no probability for 1 token\(s\): Requests:B1; give them one with `given tuple REL.COLUMN`, `given relation REL = V` or `given token \"Requests:B1\" = V`, or give every token not named `default = V`"),
     ("evaluate probability node <count:B1> given default = 0.5", r"AggValue"),
-    (f"evaluate nosuch {B1}", r"unknown semiring 'nosuch'; expected one of boolean, counting, lineage, security, tropical, why, probability"),
+    (f"evaluate nosuch {B1}", r"unknown semiring 'nosuch'; expected one of boolean, counting, lineage, security, tropical, why, minmax\(…\), maxmin\(…\), probability"),
     (f"evaluate counting {B1} given node <in:B1> = 2", r"`given` values base tuples and invocations; node \d+ \(·\) is derived"),
     (f"evaluate counting {B1} given relation Nope = 2", r"no base tuples of relation 'Nope' in this view"),
 ]
@@ -339,7 +339,7 @@ def test_a_token_without_a_value_is_an_error(session, query, semiring):
         session.run(f'evaluate {name} {B1} given token "Cars:C2" = {value}')
     message = str(err.value)
     what = {"probability": "probability", "security": "level"}.get(name, "value")
-    assert f"no {what} for 2 token(s): Cars:C3, Requests:B1; give them one with `given relation REL = V`" in message
+    assert f"no {what} for 2 token(s): Cars:C3, Requests:B1; give them one with `given tuple REL.COLUMN`" in message
     assert "default = V" in message and "\n" not in message
     assert one(session, f'evaluate {name} {B1} given token "Cars:C2" = {value}, default = {value}').rows
     # invocation tokens are the one of the semiring (the invocation took place) unless given
