@@ -1,7 +1,7 @@
 """Selectors: naming nodes by their data instead of their ids.
 
 * ``tuple REL(col = v, …) [in M] [execution N]`` — a base tuple (a token without incoming edges):
-  a workflow input tuple or a tuple of a module's initial state (tokens show their key columns);
+  a workflow input tuple or a tuple of a module's initial state (tokens show their key columns and those they keep);
 * ``input | state | output REL(…) [of M] [execution N]`` — a module's input, state or output
   node (the INPUT, STATE or OUTPUT p-node of the paper's types i, s, o), matched on the whole tuple;
 * ``invocation M [execution N]``; ``node ID``; ``token "Cars:C2"``;
