@@ -100,6 +100,8 @@ _STATEMENTS = [
     'depends output Bids1 of dealer1 execution 1 on tuple Requests(BidId = "B1") in request',
     "polynomial value Amount of output Bids2 of dealer2 execution 1",
     "evaluate lineage output BestBid of agg execution 1",
+    "evaluate minmax(public < internal < secret) output BestBid of agg execution 1 given relation Cars = internal, default = public",
+    "evaluate counting output Bids1 of dealer1 execution 1 given default = 1 without delta",
     'show state Cars(Model = "Audi A6") in dealer1 execution 1',
 ]
 
