@@ -101,7 +101,7 @@ def main(out_dir: str = os.path.join("graphs", "dealer-example")) -> int:
         print(f"    Amount from     {graph.node(r.annotation.values['Amount'])['label']} over "
               f"{', '.join(graph.node(c)['label'] for c in graph.child_ids(r.annotation.values['Amount']))}")
         print(f"    lineage         {sorted(evaluate(poly, LINEAGE))}")
-        print(f"    derivations     {evaluate(poly, COUNTING, default=1)}")
+        print(f"    derivations     {evaluate(poly, COUNTING, default=1, without_delta=True)}")  # δ would make it 1
         without_c2 = evaluate(poly, BOOLEAN, lambda tok: tok != "Cars:C2")
         print(f"    without Cars:C2 the bid {'is still made' if without_c2 else 'disappears'}")
     for count in graph.find(op=Op.COUNT):

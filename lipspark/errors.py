@@ -18,6 +18,7 @@ __all__ = [
     "QueryError",
     "QuerySyntaxError",
     "SemiringError",
+    "MissingValueError",
     "ProvenanceWarning",
 ]
 
@@ -48,6 +49,18 @@ class AnnotationError(LipsparkError):
 
 class SemiringError(LipsparkError):
     """A semiring or provenance expression was used outside its definition."""
+
+
+class MissingValueError(SemiringError):
+    """Tokens an evaluation needs a value for were given none, and no default was given.
+
+    Evaluating never guesses a value (a security level, a probability, a count): ``tokens``
+    lists every token left without one, sorted, so that a caller can say how to give them.
+    """
+
+    def __init__(self, message: str, tokens: "tuple[str, ...]") -> None:
+        super().__init__(message)
+        self.tokens = tokens
 
 
 class WorkflowError(LipsparkError):

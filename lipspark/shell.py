@@ -66,8 +66,9 @@ STATEMENTS: tuple[StatementHelp, ...] = (
                   'depends output Bids1 of dealer1 execution 1 on tuple Requests(BidId = "B1") in request'),
     StatementHelp("polynomial", "polynomial SELECTOR [expanded]", "the provenance expression of each node",
                   "polynomial value Amount of output Bids2 of dealer2 execution 1"),
-    StatementHelp("evaluate", "evaluate SEMIRING SELECTOR [given ASSIGNMENT, ...] [samples N] [seed N]",
-                  "the provenance in a semiring, or as a probability", "evaluate lineage output BestBid of agg execution 1"),
+    StatementHelp("evaluate", "evaluate SEMIRING SELECTOR [given ASSIGNMENT, ...] [without delta] [samples N] [seed N]",
+                  "the provenance in a semiring (minmax(L < L < ...) for ordered levels), or as a probability",
+                  "evaluate counting output Bids1 of dealer1 execution 1 given default = 1 without delta"),
     StatementHelp("show", "show SELECTOR", "list the nodes the selector matches", 'show state Cars(Model = "Audi A6") in dealer1 execution 1'),
 )
 
@@ -246,7 +247,7 @@ def complete(line: str, names: Names) -> list[str]:
     if head == "polynomial":
         follow.append("expanded")
     if head == "evaluate":
-        follow += ["given", "samples", "seed"]
+        follow += ["given", "without", "samples", "seed"]
     return _keywords(w, follow)
 
 

@@ -187,7 +187,8 @@ class Tracker:
             df.unpersist()
         self._persisted.clear()
 
-    def annotate(self, df: DataFrame, relation: str, key: Sequence[str] | None = None, *, unique: bool = True) -> AnnotatedFrame:
+    def annotate(self, df: DataFrame, relation: str, key: Sequence[str] | None = None, *, unique: bool = True,
+                 keep: Sequence[str] = ()) -> AnnotatedFrame:
         """Annotate a base relation: every row gets a token p-node.
 
         Tokens read ``Relation:key`` (e.g. ``Cars:C2``) when ``key`` is given, otherwise
@@ -198,6 +199,11 @@ class Tracker:
         null or repeated key value raises :class:`~lipspark.errors.AnnotationError` naming one
         such value and how many rows have it. ``unique=False`` skips the check and labels by the
         key anyway, numbering repeated values ``#2``, ``#3``… in row order, like rows without a key.
+
+        A token keeps its key columns (with no key, all the columns) and the columns in ``keep``:
+        the values a query can read from a base tuple (``tuple Cars(Model = …)``, ``evaluate …
+        given tuple Cars.Model``, :func:`lipspark.query.provenance_mapping`), e.g. a security
+        level or a probability. Kept columns are stored with the graph; they do not change labels.
 
         When ``df`` is a plain scan of Parquet files, token ids are (file, row-in-file) and the
         graph refers to those files instead of copying the tuples: the files must not change
@@ -215,6 +221,11 @@ class Tracker:
         missing = [k for k in key if k not in df.columns]
         if missing:
             raise AnnotationError(f"relation {relation!r}: key columns {missing} not among its columns {df.columns}")
+        if isinstance(keep, str):
+            keep = [keep]
+        missing = [k for k in keep if k not in df.columns]
+        if missing:
+            raise AnnotationError(f"relation {relation!r}: columns to keep {missing} not among its columns {df.columns}")
         files = _parquet_source(df)
         if files is None and not _has_stable_order(df):
             # e.g. the result of a shuffle: rows could come back in another order when Spark
@@ -223,7 +234,7 @@ class Tracker:
         if key and unique:
             _check_key(df, relation, key)
         seg = self.builder.allocate()
-        columns = tuple(key or df.columns)
+        columns = tuple(key + [k for k in dict.fromkeys(keep) if k not in key]) if key else tuple(df.columns)
         if files is not None:
             # Token ids from (file ordinal, row index in file): deterministic whatever Spark's
             # partitioning, and the tuples need not be copied: the graph refers to the files.

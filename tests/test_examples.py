@@ -259,6 +259,11 @@ def unknown_names(stmt: Any, wf: dict[str, Any]) -> list[str]:
             problems.append(f"token {node.label!r}")
         elif isinstance(node, ast.RelationRef) and node.name not in wf["kinds"]["tuple"]:
             problems.append(f"relation {node.name!r}")
+        elif isinstance(node, ast.TupleColumn):
+            if node.relation not in wf["kinds"]["tuple"]:
+                problems.append(f"relation {node.relation!r}")
+            elif node.column not in wf["columns"][node.relation]:
+                problems.append(f"column {node.column!r} of {node.relation}")
         if dataclasses.is_dataclass(node):
             for f in dataclasses.fields(node):
                 value = getattr(node, f.name)
@@ -370,6 +375,8 @@ def test_the_checks_catch_what_issue_19_found():
     assert unknown_names(stmt, wf) == ["input relation 'Bids'"]
     (stmt,) = parse("polynomial state SoldCars in agg")
     assert unknown_names(stmt, wf) == ["state relation 'SoldCars' of module 'agg' (it is one of dealer1, dealer2, dealer3, dealer4)"]
+    (stmt,) = parse("evaluate security output BestBid of agg given tuple Cars.Level, tuple Bids.Amount")
+    assert unknown_names(stmt, wf) == ["column 'Level' of Cars", "relation 'Bids'"]
     assert untagged(blocks("x.md", "```\nlipspark query x\n```\n")) == ["x.md:1"]
     for orphan in ("Some text.\n\n```output\n1\n```\n", "```sh\necho 1\n```\n\nSome text.\n\n```output\n1\n```\n"):
         with pytest.raises(AssertionError, match="must follow"):

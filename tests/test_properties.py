@@ -516,13 +516,13 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
             for c in agg_cols:
                 if c in r.annotation.values:
                     value = g.value(r.annotation, c)
-                    v = evaluate(value, COUNTING) if isinstance(value, AggValue) else g.node(r.annotation.values[c])["value"]
+                    v = evaluate(value, COUNTING, default=1) if isinstance(value, AggValue) else g.node(r.annotation.values[c])["value"]
                     assert close(v, r.row[c]), f"{c}: COUNTING {v} != data {r.row[c]}\n{why}"
 
     # (4) no δ: COUNTING with every token 1 is the bag multiplicity
     if not has_delta(plan):
         for k, e in summed.items():
-            assert evaluate(e, COUNTING) == plain_bag[k], why
+            assert evaluate(e, COUNTING, default=1) == plain_bag[k], why
 
     # (5) deletion propagation in BOOLEAN
     deleted = {tok for tok in deleted if tok.split(":")[0] in used}

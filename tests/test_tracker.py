@@ -180,6 +180,56 @@ def test_annotate_rejects_bad_input(spark):
         t.annotate(df.withColumnRenamed("x", "__lp_x"), "R")
 
 
+AGENTS = [(1, "Juma", "Nairobi", "unclassified", 0.1), (2, "Paul", "Nairobi", "restricted", 0.2), (3, "David", "Paris", "confidential", 0.3),
+          (4, "Ellen", "Beijing", "secret", 0.4), (5, "Aaheli", "Paris", "top_secret", 0.5), (6, "Nancy", "Paris", "restricted", 0.6),
+          (7, "Jing", "Beijing", "secret", 0.7)]
+AGENT = "id int, name string, city string, classification string, probability double"
+
+
+@pytest.mark.parametrize("source", ["frame", "parquet"])
+def test_a_token_keeps_its_key_and_the_columns_asked_for(spark, tmp_path, source):
+    """Issue 14 item 2: a base tuple keeps its key and ``keep`` (here a level and a probability);
+    its label is still its key; queries read the kept columns (ProvSQL's agency case study)."""
+    import json
+
+    from lipspark.query import Session, provenance_mapping
+    from lipspark.semiring import COUNTING, MinMaxSemiring, evaluate
+
+    df = spark.createDataFrame(AGENTS, AGENT)
+    if source == "parquet":  # tuples read back from the files, not copied into the graph
+        df.coalesce(1).write.parquet(str(tmp_path / "agents"))
+        df = spark.read.parquet(str(tmp_path / "agents"))
+    t = Tracker(spark)
+    personnel = t.annotate(df, "personnel", key=["name"], keep=["classification", "probability"])
+    p1, p2 = personnel.alias("p1"), personnel.alias("p2")
+    pairs = p1.join(p2, (F.col("p1.city") == F.col("p2.city")) & (F.col("p1.id") < F.col("p2.id")))
+    cities = {r.row.city: r for r in pairs.groupBy(F.col("p1.city").alias("city")).agg(F.count(F.lit(1)).alias("n")).collect_annotated()}
+    g = t.graph()
+    labels = sorted(n["label"] for n in (g.node(i) for i in g.ids.tolist()) if n["relation"] == "personnel")
+    assert labels == sorted(f"personnel:{a[1]}" for a in AGENTS)  # labelled by the key alone
+    assert json.loads(g.node(g.ids[g.where("label", ["personnel:Nancy"])][0])["tuple"]) == {
+        "name": "Nancy", "classification": "restricted", "probability": 0.6}
+    levels = provenance_mapping(g, "personnel", "classification")
+    assert levels["personnel:Aaheli"] == "top_secret" and len(levels) == 7
+    with pytest.raises(Exception, match=r"keep no column 'city' \(they keep: classification, name, probability\)"):
+        provenance_mapping(g, "personnel", "city")
+    agency = MinMaxSemiring(["unclassified", "restricted", "confidential", "secret", "top_secret"])
+    paris = g.polynomial(cities["Paris"].annotation)
+    assert evaluate(paris, agency, levels) == "confidential" and evaluate(paris, COUNTING, default=1, without_delta=True) == 3
+    (node,) = cities["Paris"].annotation.factors
+    s = Session(g)
+    order = " < ".join(agency.levels)
+    assert s.run(f"evaluate minmax({order}) node {node} given tuple personnel.classification")[0].rows[0]["value"] == "confidential"
+    assert s.run(f"evaluate probability node {node} given tuple personnel.probability")[0].rows[0]["value"] == pytest.approx(0.45)
+    assert s.run('show tuple personnel(classification = "secret")')[0].summary == "2 node(s)"
+
+
+def test_keep_names_columns_of_the_relation(spark):
+    t = Tracker(spark)
+    with pytest.raises(AnnotationError, match=r"relation 'personnel': columns to keep \['level'\] not among its columns"):
+        t.annotate(spark.createDataFrame(AGENTS, AGENT), "personnel", key=["id"], keep=["level"])
+
+
 def test_write_graph_and_stats(spark, tmp_path):
     from lipspark.graph.stats import graph_stats
 

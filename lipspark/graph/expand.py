@@ -153,8 +153,9 @@ def _base_rows(s: BaseSegment, tables: Tables, root: str | None) -> pa.Table | N
 
 
 def _base(s: BaseSegment, tables: Tables, root: str | None) -> Nodes:
-    """One token per base tuple, labelled by :func:`~lipspark.vocabulary.tokens.token_labels`
-    (nulls distinct from every value, repeated values numbered in token order)."""
+    """One token per base tuple, labelled by :func:`~lipspark.vocabulary.tokens.token_labels` of
+    its key (or, without one, all its values; nulls distinct from every value, repeated values
+    numbered in token order), its ``tuple`` the columns it keeps (the key and those kept besides)."""
     t = _base_rows(s, tables, root)
     cols = list(s.columns)
     vals: list[tuple[Any, ...]] = []
@@ -164,7 +165,8 @@ def _base(s: BaseSegment, tables: Tables, root: str | None) -> Nodes:
         t = t.take(pa.array(np.argsort(t.column(TOKEN_ID).to_numpy(), kind="stable")))  # token order: row order
         ids = t.column(TOKEN_ID).to_numpy()
         vals = list(zip(*[t.column(c).to_pylist() for c in cols])) if cols else [()] * t.num_rows
-    nodes = _nodes(ids, "p", Op.TOKEN, token_labels(s.relation, vals), s.seg)
+    at = [cols.index(k) for k in s.key] if s.key else list(range(len(cols)))
+    nodes = _nodes(ids, "p", Op.TOKEN, token_labels(s.relation, [tuple(v[i] for i in at) for v in vals]), s.seg)
     nodes["relation"] = s.relation
     nodes["tuple"] = [json.dumps(dict(zip(cols, v)), default=str) for v in vals]
     nodes["type"] = s.type

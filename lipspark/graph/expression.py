@@ -28,23 +28,35 @@ per node, so shared sub-graphs stay shared sub-expressions (a DAG); expand it on
 'δ(R:a + R:b)'
 >>> evaluate(g, 3, COUNTING, {"R:a": 2}, default=1)
 3
+>>> evaluate(g, 4, COUNTING, {"R:a": 2}, default=1, without_delta=True)   # derivations: δ as identity
+3
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 
 import numpy as np
 
-from lipspark.errors import StoreError
-from lipspark.semiring import AggValue, Token, black_box, delta, plus, times
+from lipspark.errors import MissingValueError, QueryError, StoreError
+from lipspark.semiring import AggValue, Expr, Token, black_box, delta, expand, plus, times
 from lipspark.semiring import evaluate as evaluate_expr
+from lipspark.semiring.evaluate import describe_tokens, missing_tokens
+from lipspark.semiring.expanded import Expanded, ExpandedAggregate
 from lipspark.semiring.semirings import Semiring
 from lipspark.vocabulary import Op
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.graph.index import GraphIndex
 
-__all__ = ["polynomial", "evaluate", "token_name", "invocation_tokens", "expressions", "product", "Tensor"]
+__all__ = ["polynomial", "expanded", "evaluate", "provenance_mapping", "KEEP_HINT", "token_name", "invocation_tokens", "expressions",
+           "product", "Tensor"]
+
+_MISSING: Any = object()
+
+#: How a base tuple keeps a column beside its key (the fix an error about a column not kept names).
+KEEP_HINT = ("keep it with Tracker.annotate(..., keep=[COLUMN]) or, in a workflow, Module(keep={RELATION: [COLUMN]}); "
+             "a relation annotated without a key keeps all its columns")
 
 _TOKEN, _INVOCATION, _CONSTANT, _TENSOR = int(Op.TOKEN), int(Op.INVOCATION), int(Op.CONSTANT), int(Op.TENSOR)
 _PRODUCTS = frozenset(int(o) for o in (Op.TIMES, Op.INPUT, Op.STATE, Op.OUTPUT))
@@ -164,24 +176,85 @@ def invocation_tokens(g: "GraphIndex", node: int) -> set[str]:
     return set(_Shown(g, inv).token(p) for p in inv.tolist())
 
 
+def expanded(g: "GraphIndex", node: int) -> Expanded | ExpandedAggregate | Any:
+    """The node's provenance multiplied out into monomials (:func:`lipspark.semiring.expand`),
+    each invocation token once per monomial, as the paper writes them; a constant stays itself."""
+    expr = polynomial(g, node)
+    if isinstance(expr, (Expr, AggValue)):
+        return expand(expr, once=invocation_tokens(g, node))
+    return expr
+
+
 def evaluate(g: "GraphIndex", node: int, semiring: Semiring[Any], valuation: Mapping[str, Any] | Callable[[str], Any] | None = None,
-             default: Any = None) -> Any:
+             default: Any = _MISSING, *, without_delta: bool = False) -> Any:
     """Evaluate the node's provenance in ``semiring``.
 
-    ``valuation`` maps token names to semiring values; tokens it does not name get ``default``
-    (when given) or the semiring's own token value; invocation tokens get ``one`` unless named.
+    ``valuation`` maps token names to semiring values (each through ``semiring.coerce``); an
+    invocation token it does not name is ``one`` (the invocation took place), any other token
+    it does not name gets ``default``. Without a default, the tokens left without a value raise
+    :class:`~lipspark.errors.MissingValueError` naming them — never a guessed value — except in
+    a symbolic semiring (Why, Lineage), where a token stands for itself. ``without_delta``
+    evaluates δ as the identity (Counting then counts derivations).
     """
     expr = polynomial(g, node)
-    mapping = dict(valuation) if isinstance(valuation, Mapping) else None
     invocations = invocation_tokens(g, node)
+    if callable(valuation) and not isinstance(valuation, Mapping):  # it values every token, invocations too
+        return evaluate_expr(expr, semiring, valuation, without_delta=without_delta)
+    mapping = dict(valuation or {})
+    for name in invocations:
+        mapping.setdefault(name, semiring.one)
+    if default is _MISSING and not semiring.symbolic and isinstance(expr, (Expr, AggValue)):
+        missing = missing_tokens(expr, mapping)
+        if missing:
+            raise MissingValueError(
+                f"expected a value for every token in the {semiring} semiring; found none for {len(missing)} token(s): "
+                f"{describe_tokens(missing)}. Fix: give them values in the valuation (provenance_mapping(g, relation, "
+                f"column) gives a relation's tokens the values of a column), or pass default=...", missing)
+    if default is _MISSING:
+        return evaluate_expr(expr, semiring, mapping, without_delta=without_delta)
+    return evaluate_expr(expr, semiring, mapping, default=default, without_delta=without_delta)
 
-    def look(name: str) -> Any:
-        if mapping is not None and name in mapping:
-            return mapping[name]
-        if mapping is None and callable(valuation):
-            return valuation(name)
-        if name in invocations:
-            return semiring.one
-        return semiring.token_value(name) if default is None else default
 
-    return evaluate_expr(expr, semiring, look)
+def provenance_mapping(g: "GraphIndex", relation: str, column: str) -> dict[str, Any]:
+    """Each base tuple (token) of ``relation`` → the value of its ``column``: ProvSQL's
+    ``create_provenance_mapping(name, relation, column)``, a valuation for :func:`evaluate`.
+
+    A token keeps its key columns (or, for a relation annotated without a key, all of them)
+    and the columns it was asked to keep (``Tracker.annotate(..., keep=[...])``,
+    ``Module(keep={...})``). A token whose column is null is left out: it needs a value another
+    way, or a default. Raises :class:`~lipspark.errors.QueryError` in one line when the graph
+    has no base tuple of ``relation`` or its tuples do not keep ``column`` (naming the columns
+    they keep and how to keep more).
+
+    >>> import pandas as pd
+    >>> from lipspark.graph.index import GraphIndex
+    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2], "kind": "p", "op": "token", "label": ["A:1", "A:2"], "relation": "A",
+    ...                                    "tuple": ['{"id": 1, "level": "secret"}', '{"id": 2, "level": null}']}),
+    ...                      pd.DataFrame({"src": [], "dst": []}))
+    >>> provenance_mapping(g, "A", "level")
+    {'A:1': 'secret'}
+    >>> provenance_mapping(g, "A", "name")
+    Traceback (most recent call last):
+    ...
+    lipspark.errors.QueryError: the base tuples of A keep no column 'name' (they keep: id, level); keep it with Tracker.annotate(..., keep=['name']) or, in a workflow, Module(keep={'A': ['name']}); a relation annotated without a key keeps all its columns
+    """
+    tokens = np.flatnonzero(g.where("relation", [relation]) & (np.asarray(g.op) == _TOKEN))
+    if not len(tokens):
+        known = sorted({str(r) for r in g.distinct("relation", np.flatnonzero(np.asarray(g.op) == _TOKEN)) if isinstance(r, str)})
+        raise QueryError(f"no base tuples of relation {relation!r} in this graph (relations with base tuples: {', '.join(known) or 'none'})")
+    shown = _Shown(g, tokens)
+    out: dict[str, Any] = {}
+    kept: set[str] = set()
+    lacking = 0
+    for pos, text in zip(tokens.tolist(), g.column("tuple", tokens).tolist()):
+        row = json.loads(text) if isinstance(text, str) else {}
+        kept.update(row)
+        if column not in row:
+            lacking += 1
+        elif row[column] is not None:
+            out[shown.token(pos)] = row[column]
+    if lacking:
+        hint = KEEP_HINT.replace("[COLUMN]", repr([column])).replace("{RELATION: ", "{" + repr(relation) + ": ")
+        some = f"{lacking} of the {len(tokens)} base tuples" if lacking < len(tokens) else "the base tuples"
+        raise QueryError(f"{some} of {relation} keep no column {column!r} (they keep: {', '.join(sorted(kept)) or 'nothing'}); {hint}")
+    return out

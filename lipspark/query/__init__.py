@@ -18,7 +18,7 @@ True
 """
 from __future__ import annotations
 
-from lipspark.graph.expression import evaluate, polynomial
+from lipspark.graph.expression import evaluate, expanded, polynomial, provenance_mapping
 from lipspark.graph.index import GraphIndex
 from lipspark.query.deletion import DeletionResult, ValueChange, delete
 from lipspark.query.engine import Result, Session
@@ -32,5 +32,5 @@ __all__ = [
     "zoom_out", "zoom_in", "intermediate",
     "delete", "DeletionResult", "ValueChange",
     "ancestors", "descendants", "subgraph", "depends",
-    "polynomial", "evaluate",
+    "polynomial", "expanded", "evaluate", "provenance_mapping",
 ]

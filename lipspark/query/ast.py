@@ -36,6 +36,7 @@ __all__ = [
     "RelationRef",
     "DefaultRef",
     "Assignment",
+    "TupleColumn",
     "ZoomOut",
     "ZoomIn",
     "Reset",
@@ -57,7 +58,7 @@ KEYWORDS: frozenset[str] = frozenset({
     "zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends",
     "on", "polynomial", "expanded", "evaluate", "given", "samples", "seed", "show", "tuple",
     "input", "state", "output", "invocation", "node", "token", "value", "of", "in", "execution",
-    "relation", "default", "true", "false", "null",
+    "relation", "default", "true", "false", "null", "without", "delta",
 })
 
 LiteralValue: TypeAlias = str | int | float | bool | None
@@ -250,6 +251,18 @@ class Assignment(Node):
         return f"{self.target} = {format_literal(self.value)}"
 
 
+@dataclass(frozen=True)
+class TupleColumn(Node):
+    """``tuple REL.COLUMN`` in ``evaluate ... given``: each base tuple of ``relation`` valued by
+    its own ``column`` (ProvSQL's ``create_provenance_mapping``)."""
+
+    relation: str
+    column: str
+
+    def __str__(self) -> str:
+        return f"tuple {format_name(self.relation)}.{format_name(self.column)}"
+
+
 # ---- statements ------------------------------------------------------------------------
 
 
@@ -349,18 +362,26 @@ class Polynomial(Statement):
 
 @dataclass(frozen=True)
 class Evaluate(Statement):
-    """Evaluate the target's provenance in a semiring (name lower-cased)."""
+    """Evaluate the target's provenance in a semiring (name lower-cased; ``levels``, lowest
+    first, for ``minmax(…)`` and ``maxmin(…)``), δ as the identity ``without_delta``."""
 
     semiring: str
     target: Selector
-    given: tuple[Assignment, ...] = ()
+    given: tuple[Assignment | TupleColumn, ...] = ()
     samples: int | None = None
     seed: int | None = None
+    without_delta: bool = False
+    levels: tuple[str, ...] = ()
 
     def __str__(self) -> str:
-        text = f"evaluate {format_name(self.semiring)} {self.target}"
+        name = format_name(self.semiring)
+        if self.levels:
+            name += "(" + " < ".join(map(format_name, self.levels)) + ")"
+        text = f"evaluate {name} {self.target}"
         if self.given:
             text += " given " + ", ".join(map(str, self.given))
+        if self.without_delta:
+            text += " without delta"
         if self.samples is not None:
             text += f" samples {self.samples}"
         if self.seed is not None:

@@ -11,7 +11,7 @@ other statements read it. Every statement gives a :class:`Result` that renders a
 ...                   "relation": ["Cars", "Cars", None], "tuple": ['{"CarId": "C2"}', '{"CarId": "C3"}', None]}),
 ...     pd.DataFrame({"src": [1, 2], "dst": [3, 3]}))
 >>> s = Session(g)
->>> print(s.run('polynomial node 3; evaluate counting node 3 given tuple Cars(CarId = "C2") = 0')[0].to_text())
+>>> print(s.run('polynomial node 3; evaluate counting node 3 given tuple Cars(CarId = "C2") = 0, default = 1')[0].to_text())
 polynomial node 3
 node                polynomial
 ------------------  --------------------
@@ -28,16 +28,19 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from lipspark.errors import QueryError, SemiringError
-from lipspark.graph.expression import evaluate, invocation_tokens, polynomial, token_name
+from lipspark.errors import MissingValueError, QueryError, SemiringError
+from lipspark.graph.expression import evaluate, expanded, invocation_tokens, polynomial, provenance_mapping, token_name
 from lipspark.graph.index import GraphIndex
 from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
 from lipspark.query.parser import parse
-from lipspark.query.selector import resolve
+from lipspark.query.selector import NoSuchColumn, resolve
 from lipspark.query.text import ROW_LIMIT, changed_by_tuple, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
 from lipspark.query.trace import subgraph_positions
 from lipspark.query.zoom import zoom_in, zoom_out
+from lipspark.semiring import Expr
+from lipspark.semiring.evaluate import describe_tokens, missing_tokens
+from lipspark.semiring.semirings import Semiring
 from lipspark.vocabulary import Op
 
 __all__ = ["Session", "Result", "node_rows"]
@@ -49,8 +52,6 @@ def _plain(v: Any) -> Any:
         return v.item()
     if isinstance(v, (frozenset, set)):
         return sorted((_plain(x) for x in v), key=str)
-    if hasattr(v, "name") and hasattr(v, "value") and isinstance(getattr(v, "value"), int):
-        return v.name  # an IntEnum such as a security Clearance
     return v
 
 
@@ -154,18 +155,6 @@ class Result:
         drawable = self.graph is not None and self.kind in ("view", "subgraph", "delete", "nodes")
         drawing = renderer(self) if renderer is not None and drawable else None
         return text + (drawing or "")
-
-
-def _expanded(expr: Any) -> str:
-    """An expression with its polynomials multiplied out (sympy), shared parts expanded."""
-    from lipspark.semiring import AggValue, Expr, normal_form
-
-    if isinstance(expr, AggValue):
-        groups = sorted(expr.normal_form()[1], key=lambda t: str(t))
-        return f"{expr.op}(" + " + ".join(f"({poly}) ⊗ {value}" for value, poly in groups) + ")"
-    if isinstance(expr, Expr):
-        return str(normal_form(expr))
-    return str(expr)
 
 
 class Session:
@@ -374,53 +363,77 @@ class Session:
         rows = []
         targets = self._resolve(stmt.target)
         for p, d in zip(targets.tolist(), node_rows(self.view, targets)):
-            expr = polynomial(self.view, int(self.view.ids[p]))
-            rows.append({"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
-                         "polynomial": _expanded(expr) if stmt.expand else str(expr)})
+            node = int(self.view.ids[p])
+            try:
+                expr = expanded(self.view, node) if stmt.expand else polynomial(self.view, node)
+            except SemiringError as err:  # an expansion too large to write
+                raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from None
+            rows.append({"node": node, "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
+                         "polynomial": str(expr)})
         return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "polynomial"])
 
-    def _evaluate(self, stmt: ast.Evaluate) -> Result:
-        from lipspark.semiring import get_semiring, semiring_names
+    def _semiring(self, stmt: ast.Evaluate) -> Semiring[Any] | None:
+        """The semiring a statement names (None: probability); minmax/maxmin over its levels."""
+        from lipspark.semiring import MaxMinSemiring, MinMaxSemiring, get_semiring, semiring_names
 
-        name = stmt.semiring
+        name, where = stmt.semiring, f"{stmt} (line {stmt.pos.line})"
+        if name in _LEVELLED:
+            if not stmt.levels:
+                raise QueryError(f"{where}: {name} needs its levels, lowest first: {name}(LEVEL < LEVEL < …), e.g. {name}(public < secret)")
+            try:
+                return (MinMaxSemiring if name == "minmax" else MaxMinSemiring)(stmt.levels)
+            except SemiringError as err:
+                raise QueryError(f"{where}: {err}") from None
+        if stmt.levels:
+            raise QueryError(f"{where}: only minmax and maxmin take levels; {name} does not (write `evaluate {name} …`)")
         if name == "probability":
-            return self._probability(stmt)
+            return None
         try:
-            semiring = get_semiring(name)
+            return get_semiring(name)
         except SemiringError as err:
-            choices = ", ".join([*semiring_names(), "probability"])
-            raise QueryError(f"{stmt} (line {stmt.pos.line}): unknown semiring {name!r}; expected one of {choices}") from err
-        mapping, default = self._valuation(stmt, lambda v: _coerce(name, semiring, v, stmt))
+            choices = ", ".join([*semiring_names(), "minmax(…)", "maxmin(…)", "probability"])
+            raise QueryError(f"{where}: unknown semiring {name!r}; expected one of {choices}") from err
+
+    def _evaluate(self, stmt: ast.Evaluate) -> Result:
+        semiring = self._semiring(stmt)
+        if semiring is None:
+            return self._probability(stmt)
+        mapping, default = self._valuation(stmt, lambda v, what=None: _coerce(semiring, v, stmt, what))
         rows = []
         targets = self._resolve(stmt.target)
         for p, d in zip(targets.tolist(), node_rows(self.view, targets)):
-            value = evaluate(self.view, int(self.view.ids[p]), semiring, mapping, default=default)
-            rows.append({"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
+            node = int(self.view.ids[p])
+            try:
+                if default is _UNSET:
+                    value = evaluate(self.view, node, semiring, mapping, without_delta=stmt.without_delta)
+                else:
+                    value = evaluate(self.view, node, semiring, mapping, default=default, without_delta=stmt.without_delta)
+            except MissingValueError as err:
+                raise _missing(stmt, "level" if stmt.semiring in (*_LEVELLED, "security") else "value", err.tokens) from None
+            rows.append({"node": node, "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
                          "value": _plain(value)})
-        extra = {"_lineage": sorted(mapping)} if name.lower() == "lineage" else {}
-        return Result(str(stmt), "evaluate", rows=rows, summary=f"in the {name} semiring", columns=["name", "module", "execution", "value"], extra=extra)
+        extra = {"_lineage": sorted(mapping)} if stmt.semiring == "lineage" else {}
+        summary = f"in the {semiring} semiring" + (", δ as the identity" if stmt.without_delta else "")
+        if stmt.without_delta and stmt.semiring == "counting":
+            summary += " (the number of derivations)"
+        return Result(str(stmt), "evaluate", rows=rows, summary=summary, columns=["name", "module", "execution", "value"], extra=extra)
 
     def _probability(self, stmt: ast.Evaluate) -> Result:
         from lipspark.semiring import probability
 
-        mapping, default = self._valuation(stmt, lambda v: _coerce("probability", None, v, stmt))
+        mapping, default = self._valuation(stmt, lambda v, what=None: _coerce(None, v, stmt, what))
         rows = []
         targets = self._resolve(stmt.target)
         for p, d in zip(targets.tolist(), node_rows(self.view, targets)):
             expr = polynomial(self.view, int(self.view.ids[p]))
-            invocations = invocation_tokens(self.view, int(self.view.ids[p]))
-
-            def look(name: str, invocations: set[str] = invocations) -> float:
-                if name in mapping:
-                    return float(mapping[name])
-                if name in invocations:
-                    return 1.0
-                if default is None:
-                    raise QueryError(f"{stmt} (line {stmt.pos.line}): no probability for token {name!r}; add `given ... = P` or `default = P`")
-                return float(default)
-
+            given = {**dict.fromkeys(invocation_tokens(self.view, int(self.view.ids[p])), 1.0), **mapping}
+            if default is _UNSET and isinstance(expr, Expr):
+                missing = missing_tokens(expr, given)
+                if missing:
+                    raise _missing(stmt, "probability", missing)
             try:
-                r = probability(expr, look, samples=stmt.samples or 100_000, seed=stmt.seed or 0)
+                r = probability(expr, given, default=None if default is _UNSET else default,
+                                samples=stmt.samples or 100_000, seed=stmt.seed or 0)
             except SemiringError as err:
                 raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from err
             rows.append({"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
@@ -429,10 +442,20 @@ class Session:
                       columns=["name", "module", "execution", "value", "method", "samples", "stderr"])
 
     def _valuation(self, stmt: ast.Evaluate, coerce: Any) -> tuple[dict[str, Any], Any]:
+        """Token → value from the statement's ``given`` items, in order (a later one wins), and
+        the ``default`` (``_UNSET`` when none is given)."""
         mapping: dict[str, Any] = {}
-        default = None
+        default: Any = _UNSET
         g = self.view
         for a in stmt.given:
+            if isinstance(a, ast.TupleColumn):
+                try:
+                    values = provenance_mapping(g, a.relation, a.column)
+                except QueryError as err:
+                    raise QueryError(f"{a} (line {a.pos.line}): {err}") from None
+                for token, v in values.items():
+                    mapping[token] = coerce(v, f"token {token!r} has {a.column} = {v!r}")
+                continue
             value = coerce(a.value)
             if isinstance(a.target, ast.DefaultRef):
                 default = value
@@ -443,9 +466,16 @@ class Session:
                 for p in hits.tolist():
                     mapping[token_name(g, p)] = value
             else:
-                for p in resolve(g, a.target).tolist():
+                try:
+                    hits = resolve(g, a.target)
+                except NoSuchColumn as err:
+                    raise QueryError(f"{err.found}; to give each base tuple the value of one of its columns, write "
+                                     f"`given tuple {err.relation}.COLUMN` (the column must be one the tuples keep)") from None
+                for p in hits.tolist():
                     if len(g.children(p)):
-                        raise QueryError(f"{a} (line {a.pos.line}): `given` values base tuples and invocations; node {int(g.ids[p])} ({g.label(p)}) is derived")
+                        raise QueryError(f"{a} (line {a.pos.line}): `given` values base tuples and invocations; node {int(g.ids[p])} "
+                                         f"({g.label(p)}) is derived; to give each base tuple the value of one of its columns, "
+                                         f"write `given tuple REL.COLUMN`")
                     mapping[token_name(g, p)] = value
         return mapping, default
 
@@ -466,33 +496,30 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
 }
 
 
-def _coerce(name: str, semiring: Any, v: Any, stmt: ast.Evaluate) -> Any:
-    where = f"{stmt} (line {stmt.pos.line})"
-    if name == "probability":
+#: ``default`` when a statement gives none (None is a value: the zero of a level semiring)
+_UNSET: Any = object()
+
+
+#: the semirings written with their levels, ``minmax(a < b < c)``
+_LEVELLED = ("minmax", "maxmin")
+
+
+def _coerce(semiring: Semiring[Any] | None, v: Any, stmt: ast.Evaluate, what: str | None = None) -> Any:
+    """A value the statement gives a token (``what``: where it comes from, for a column's
+    value), as the semiring's element (``semiring`` None: a probability)."""
+    where = f"{stmt} (line {stmt.pos.line})" + (f": {what}" if what else "")
+    if semiring is None:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
             raise QueryError(f"{where}: a probability is a number between 0 and 1, found {v!r}")
         return float(v)
-    if name == "boolean":
-        if isinstance(v, bool) or v in (0, 1):
-            return bool(v)
-    elif name == "counting":
-        if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
-            return v
-    elif name == "tropical":
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return float(v)
-        if v == "inf":
-            return float("inf")
-    elif name == "security":
-        from lipspark.semiring import Clearance
+    try:
+        return semiring.coerce(v)
+    except SemiringError as err:
+        raise QueryError(f"{where}: {err}") from None
 
-        if isinstance(v, str) and v.upper() in Clearance.__members__:
-            return Clearance[v.upper()]
-        raise QueryError(f"{where}: a security clearance is one of {', '.join(m.lower() for m in Clearance.__members__)}, found {v!r}")
-    elif name in ("why", "lineage"):
-        if v in (0, False):
-            return semiring.zero
-        raise QueryError(f"{where}: in the {name} semiring a token can only be given 0 (absent); tokens stand for themselves otherwise")
-    else:
-        return v
-    raise QueryError(f"{where}: {v!r} is not a value of the {name} semiring")
+
+def _missing(stmt: ast.Evaluate, what: str, names: tuple[str, ...]) -> QueryError:
+    """The tokens a statement gives no value: an error naming them and the ways to give one."""
+    return QueryError(f"{stmt} (line {stmt.pos.line}): no {what} for {len(names)} token(s): {describe_tokens(names)}; "
+                      f"give them one with `given tuple REL.COLUMN`, `given relation REL = V` or `given token \"{names[0]}\" = V`, "
+                      f"or give every token not named `default = V` (a {what} is never guessed)")

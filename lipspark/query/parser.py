@@ -47,6 +47,7 @@ from lipspark.query.ast import (
     Statement,
     Subgraph,
     TokenSel,
+    TupleColumn,
     TupleSel,
     ValueSel,
     ZoomIn,
@@ -310,10 +311,11 @@ class _ToAst(Transformer):
     def polynomial(self, meta: Meta, target: Selector, expanded: Token | None) -> Polynomial:
         return Polynomial(target, expanded is not None, pos=_pos(meta))
 
-    def evaluate(self, meta: Meta, semiring: str, target: Selector,
-                 given: tuple[Assignment, ...] | None, samples: int | None,
-                 seed: int | None) -> Evaluate:
-        return Evaluate(semiring.lower(), target, given or (), samples, seed, pos=_pos(meta))
+    def evaluate(self, meta: Meta, semiring: tuple[str, tuple[str, ...]], target: Selector,
+                 given: tuple[Assignment | TupleColumn, ...] | None, without_delta: bool | None,
+                 samples: int | None, seed: int | None) -> Evaluate:
+        name, levels = semiring
+        return Evaluate(name.lower(), target, given or (), samples, seed, bool(without_delta), levels, pos=_pos(meta))
 
     def show(self, meta: Meta, target: Selector) -> Show:
         return Show(target, pos=_pos(meta))
@@ -326,8 +328,24 @@ class _ToAst(Transformer):
 
     # -- evaluate options
 
-    def given(self, meta: Meta, *assignments: Assignment) -> tuple[Assignment, ...]:
+    def semiring(self, meta: Meta, name: str, *levels: str | Token | None) -> tuple[str, tuple[str, ...]]:
+        return name, tuple(str(level) for level in levels if isinstance(level, str) and not isinstance(level, Token))
+
+    def level(self, meta: Meta, value: str | Token) -> str:
+        return self._string(value) if isinstance(value, Token) else value
+
+    def given(self, meta: Meta, *assignments: Assignment | TupleColumn) -> tuple[Assignment | TupleColumn, ...]:
         return assignments
+
+    def without_delta(self, meta: Meta) -> bool:
+        return True
+
+    def tuple_column(self, meta: Meta, kind: str, relation: str, column: str) -> TupleColumn:
+        if kind != "tuple":
+            raise _syntax_error(self._text, self._source, meta.line, meta.column,
+                                f"only base tuples take values from a column: write `tuple {relation}.{column}` "
+                                f"(a {kind} node is derived; the base tuples it comes from are the ones to value)")
+        return TupleColumn(relation, column, pos=_pos(meta))
 
     def samples(self, meta: Meta, token: Token) -> int:
         return self._int(token)

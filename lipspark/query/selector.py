@@ -1,7 +1,7 @@
 """Selectors: naming nodes by their data instead of their ids.
 
 * ``tuple REL(col = v, …) [in M] [execution N]`` — a base tuple (a token without incoming edges):
-  a workflow input tuple or a tuple of a module's initial state (tokens show their key columns);
+  a workflow input tuple or a tuple of a module's initial state (tokens show their key columns and those they keep);
 * ``input | state | output REL(…) [of M] [execution N]`` — a module's input, state or output
   node (the INPUT, STATE or OUTPUT p-node of the paper's types i, s, o), matched on the whole tuple;
 * ``invocation M [execution N]``; ``node ID``; ``token "Cars:C2"``;
@@ -33,7 +33,17 @@ from lipspark.query.ast import Condition, InvocationSel, NodeSel, Selector, Toke
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import ordinal_of
 
-__all__ = ["resolve", "describe"]
+__all__ = ["resolve", "describe", "NoSuchColumn"]
+
+
+class NoSuchColumn(QueryError):
+    """A selector's condition names a column the relation's tuples do not show."""
+
+    def __init__(self, message: str, relation: str, found: str) -> None:
+        super().__init__(message)
+        self.relation = relation
+        #: the message without its hint (what was asked, what the tuples show)
+        self.found = found
 
 _BOUNDARY_OP = {"input": Op.INPUT, "state": Op.STATE, "output": Op.OUTPUT}
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
@@ -80,8 +90,10 @@ def _match(g: GraphIndex, cand: np.ndarray, conds: tuple[Condition, ...], sel: T
     unknown = [c.column for c in conds if c.column not in columns]
     if unknown and not keep.any():
         shows = ", ".join(sorted(columns)) or "no columns"
-        hint = "; base tuples show only their key columns, or select the module's state/input node instead" if sel.kind == "tuple" else ""
-        raise _fail(sel, f"{sel.relation} has no column {', '.join(unknown)} (its tuples show: {shows}){hint}")
+        hint = ("; base tuples show only their key columns and the columns they keep (Tracker.annotate(..., keep=[...]), "
+                "Module(keep={...})), or select the module's state/input node instead") if sel.kind == "tuple" else ""
+        found = f"{describe(sel)}{_where(sel)}: {sel.relation} has no column {', '.join(unknown)} (its tuples show: {shows})"
+        raise NoSuchColumn(found + hint, sel.relation, found)
     return cand[keep]
 
 

@@ -13,6 +13,7 @@ True
 from __future__ import annotations
 
 from lipspark.semiring.evaluate import evaluate
+from lipspark.semiring.expanded import Expanded, ExpandedAggregate, Monomial, expand
 from lipspark.semiring.expr import (
     ONE,
     ZERO,
@@ -40,7 +41,8 @@ from lipspark.semiring.semirings import (
     SECURITY,
     TROPICAL,
     WHY,
-    Clearance,
+    MaxMinSemiring,
+    MinMaxSemiring,
     Semiring,
     get_semiring,
     register_semiring,
@@ -65,6 +67,10 @@ __all__ = [
     "normal_form",
     "equivalent",
     "tokens",
+    "expand",
+    "Expanded",
+    "ExpandedAggregate",
+    "Monomial",
     "Semiring",
     "BOOLEAN",
     "COUNTING",
@@ -72,7 +78,8 @@ __all__ = [
     "WHY",
     "LINEAGE",
     "SECURITY",
-    "Clearance",
+    "MinMaxSemiring",
+    "MaxMinSemiring",
     "get_semiring",
     "register_semiring",
     "semiring_names",

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lipspark.errors import SemiringError
+from lipspark.errors import MissingValueError, SemiringError
 from lipspark.semiring._nodes import (
     BlackBox,
     Delta,
@@ -51,6 +51,7 @@ from lipspark.semiring._nodes import (
     _Zero,
 )
 from lipspark.semiring._traverse import fold_many
+from lipspark.semiring.evaluate import describe_tokens, missing_tokens
 from lipspark.semiring.expr import AggValue
 
 __all__ = ["METHODS", "ProbabilityResult", "probability"]
@@ -181,7 +182,7 @@ _Probabilities = Mapping[str, float] | Callable[[str], float]
 
 
 def _check_probability(value: object, what: str) -> float:
-    p = float(value) if isinstance(value, numbers.Real) else math.nan
+    p = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool) else math.nan
     if not (0.0 <= p <= 1.0):
         raise SemiringError(
             f"expected {what} to be a probability, a real number in [0, 1]; found "
@@ -191,21 +192,26 @@ def _check_probability(value: object, what: str) -> float:
     return p
 
 
-def _lookup(probabilities: _Probabilities, default: float | None) -> Callable[[str], float]:
+def _lookup(probabilities: _Probabilities, default: float | None, expr: Expr) -> Callable[[str], float]:
     if default is not None:
         default = _check_probability(default, "default")
     if isinstance(probabilities, Mapping):
         mapping = probabilities
+        if default is None:
+            missing = missing_tokens(expr, mapping)
+            if missing:
+                raise MissingValueError(
+                    f"expected a probability for every token; found none for {len(missing)} "
+                    f"token(s): {describe_tokens(missing)}. Fix: add them to the mapping, or pass "
+                    f"a default for every token it does not name, e.g. probability(expr, probs, "
+                    f"default=1.0).",
+                    missing,
+                )
 
         def look(name: str) -> float:
             if name in mapping:
                 return _check_probability(mapping[name], f"the probability of token {name!r}")
-            if default is None:
-                raise SemiringError(
-                    f"expected a probability for token {name!r}; found none ({len(mapping)} "
-                    f"tokens given). Fix: add {name!r} to the mapping or pass a default, "
-                    f"e.g. probability(expr, probs, default=1.0)."
-                )
+            assert default is not None  # every token was checked above
             return default
 
         return look
@@ -551,7 +557,8 @@ def probability(
         Token name to the probability that the base tuple is present.
     default : float, optional
         Probability of tokens missing from a mapping (ignored for a callable). Without
-        it a missing token raises :class:`~lipspark.errors.SemiringError`.
+        it the tokens missing from the mapping raise
+        :class:`~lipspark.errors.MissingValueError`, which names them.
     method : {"auto", "exact", "monte-carlo"}, default "auto"
         ``"auto"`` computes exactly when it can within ``exact_limit`` and samples
         otherwise; ``"exact"`` raises instead of sampling; ``"monte-carlo"`` always
@@ -613,7 +620,7 @@ def probability(
     samples = _check_int(samples, "samples", 1)
     exact_limit = _check_int(exact_limit, "exact_limit", 0)
     seed = _check_int(seed, "seed", 0)
-    formula, root, names, probs = _to_formula(expr, _lookup(probabilities, default))
+    formula, root, names, probs = _to_formula(expr, _lookup(probabilities, default, expr))
 
     def sample() -> ProbabilityResult:
         mean, stderr = _monte_carlo(formula, root, probs, samples, seed)

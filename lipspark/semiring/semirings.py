@@ -3,21 +3,25 @@
 Evaluating a provenance expression in a semiring K (via
 :func:`lipspark.semiring.evaluate.evaluate`) specialises it: Boolean for deletion
 propagation, Counting for bag multiplicities, Tropical for costs, Why / Lineage for
-witnesses, Security for clearance levels.
+witnesses, min-max / max-min over any ordered levels (Security is min-max over
+public < confidential < secret < top_secret).
 
 >>> from lipspark.semiring.semirings import get_semiring
 >>> k = get_semiring("counting")
 >>> k.plus(k.times(2, 3), k.one), k.delta(7)
 (7, 1)
+>>> agents = MinMaxSemiring(["unclassified", "restricted", "confidential", "secret", "top_secret"])
+>>> agents.plus("secret", agents.times("restricted", "confidential"))
+'confidential'
 """
 from __future__ import annotations
 
 import math
+import numbers
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from enum import IntEnum
+from collections.abc import Hashable, Iterable, Sequence
 from functools import reduce
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from lipspark.errors import SemiringError
 from lipspark.semiring._nodes import canonical_op
@@ -30,8 +34,8 @@ __all__ = [
     "TropicalSemiring",
     "WhySemiring",
     "LineageSemiring",
-    "SecuritySemiring",
-    "Clearance",
+    "MinMaxSemiring",
+    "MaxMinSemiring",
     "BOOLEAN",
     "COUNTING",
     "TROPICAL",
@@ -65,7 +69,9 @@ class Semiring(ABC, Generic[K]):
     and :meth:`times`. The defaults are: ``delta`` is the identity; ``black_box`` folds
     :meth:`plus` over its arguments (its result is derivable when any input is, matching
     Lipstick's deletion propagation, where a non-``·`` node survives while any incoming
-    edge survives); ``aggregate`` aggregates the values whose annotation is not zero.
+    edge survives); ``aggregate`` aggregates the values whose annotation is not zero;
+    ``coerce`` accepts any value for a token; a token has no value of its own
+    (:attr:`symbolic` is False), so an evaluation needs one for every token or a default.
 
     Examples
     --------
@@ -80,6 +86,10 @@ class Semiring(ABC, Generic[K]):
     name: str
     zero: K
     one: K
+    #: True when a token is a value by itself (Why, Lineage: the token stands for itself), so
+    #: evaluating needs no valuation; False when every token needs a value given (a count, a
+    #: level, a cost), or a default: evaluating never guesses one.
+    symbolic: ClassVar[bool] = False
 
     @abstractmethod
     def plus(self, a: K, b: K) -> K:
@@ -110,12 +120,26 @@ class Semiring(ABC, Generic[K]):
         return reduce(self.times, items, self.one)
 
     def token_value(self, name: str) -> K:
-        """The canonical annotation of a base token, if the semiring has one.
+        """The value token ``name`` stands for by itself, in a :attr:`symbolic` semiring.
 
-        Used by :func:`~lipspark.semiring.evaluate.evaluate` when no valuation is given.
-        The default is :attr:`one` (the token is present).
+        Used by :func:`~lipspark.semiring.evaluate.evaluate` for tokens the valuation does not
+        name. A semiring that is not symbolic has none: it raises.
         """
-        return self.one
+        raise SemiringError(
+            f"expected a value for token {name!r}: in the {self} semiring a token has no value "
+            f"of its own. Fix: give it one in the valuation, or pass default=..."
+        )
+
+    def coerce(self, value: Any) -> K:
+        """The element of the semiring that ``value``, given for a token, stands for.
+
+        Raises :class:`~lipspark.errors.SemiringError` (one line: what is expected, what was
+        found) for a value that is not one. The default accepts any value.
+        """
+        return value
+
+    def __str__(self) -> str:
+        return self.name
 
     def aggregate(self, op: str, pairs: Sequence[tuple[K, Any]]) -> Any:
         """Evaluate ``Σ kᵢ ⊗ vᵢ``: aggregate the values whose ``kᵢ`` is not zero.
@@ -149,6 +173,16 @@ class BooleanSemiring(Semiring[bool]):
     def is_zero(self, a: bool) -> bool:
         return not a
 
+    def coerce(self, value: Any) -> bool:
+        """True/False, or 1/0.
+
+        >>> BOOLEAN.coerce(0), BOOLEAN.coerce(True)
+        (False, True)
+        """
+        if isinstance(value, bool) or (isinstance(value, numbers.Integral) and value in (0, 1)):
+            return bool(value)
+        raise _not_a_value(self, value, "true or false (or 1, 0)")
+
 
 class CountingSemiring(Semiring[int]):
     """``(ℕ, +, ×, 0, 1)``: bag multiplicities; δ(n) = 1 if n > 0 else 0.
@@ -174,6 +208,16 @@ class CountingSemiring(Semiring[int]):
     def aggregate(self, op: str, pairs: Sequence[tuple[int, Any]]) -> Any:
         return _aggregate_values(op, [v for _, v in pairs], [k for k, _ in pairs])
 
+    def coerce(self, value: Any) -> int:
+        """A whole number >= 0 (a tuple's multiplicity).
+
+        >>> COUNTING.coerce(3)
+        3
+        """
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) >= 0:
+            return int(value)
+        raise _not_a_value(self, value, "a whole number >= 0")
+
 
 class TropicalSemiring(Semiring[float]):
     """``([0, ∞], min, +, ∞, 0)``: the cheapest derivation's cost; δ is the identity.
@@ -196,6 +240,18 @@ class TropicalSemiring(Semiring[float]):
     def is_zero(self, a: float) -> bool:
         return a == math.inf
 
+    def coerce(self, value: Any) -> float:
+        """A real number (a cost), or ``inf`` / ``"inf"`` for absent.
+
+        >>> TROPICAL.coerce(2), TROPICAL.coerce("inf")
+        (2.0, inf)
+        """
+        if isinstance(value, str) and value.strip().lower() in ("inf", "infinity"):
+            return math.inf
+        if isinstance(value, numbers.Real) and not isinstance(value, bool) and not math.isnan(value):
+            return float(value)
+        raise _not_a_value(self, value, 'a number (a cost), or "inf" for absent')
+
 
 class WhySemiring(Semiring[frozenset[frozenset[str]]]):
     """Why-provenance: sets of witnesses (sets of tokens); + is ∪, · is pairwise ∪.
@@ -208,6 +264,7 @@ class WhySemiring(Semiring[frozenset[frozenset[str]]]):
     name = "why"
     zero: frozenset[frozenset[str]] = frozenset()
     one: frozenset[frozenset[str]] = frozenset({frozenset()})
+    symbolic = True
 
     def plus(
         self, a: frozenset[frozenset[str]], b: frozenset[frozenset[str]]
@@ -222,6 +279,18 @@ class WhySemiring(Semiring[frozenset[frozenset[str]]]):
     def token_value(self, name: str) -> frozenset[frozenset[str]]:
         return frozenset({frozenset({name})})
 
+    def coerce(self, value: Any) -> frozenset[frozenset[str]]:
+        """0 or false (the token is absent), or a set of witnesses: a token stands for itself.
+
+        >>> WHY.coerce(0)
+        frozenset()
+        """
+        if value is False or (isinstance(value, numbers.Integral) and value == 0):
+            return self.zero
+        if isinstance(value, frozenset) and all(isinstance(w, frozenset) for w in value):
+            return value
+        raise _not_a_value(self, value, "0 (absent): a token stands for itself otherwise")
+
 
 class LineageSemiring(Semiring["frozenset[str] | None"]):
     """Lineage: the set of contributing tokens, None for absent; + and · are ∪ (· absorbs None).
@@ -233,6 +302,7 @@ class LineageSemiring(Semiring["frozenset[str] | None"]):
     name = "lineage"
     zero: frozenset[str] | None = None
     one: frozenset[str] | None = frozenset()
+    symbolic = True
 
     def plus(self, a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
         if a is None:
@@ -252,35 +322,148 @@ class LineageSemiring(Semiring["frozenset[str] | None"]):
     def token_value(self, name: str) -> frozenset[str] | None:
         return frozenset({name})
 
+    def coerce(self, value: Any) -> frozenset[str] | None:
+        """0, false or None (the token is absent), or a set of tokens: a token stands for itself.
 
-class Clearance(IntEnum):
-    """Clearance levels, ordered; ``ABSENT`` (above all) is the security semiring's zero.
+        >>> LINEAGE.coerce(False) is None
+        True
+        """
+        if value is None or value is False or (isinstance(value, numbers.Integral) and value == 0):
+            return None
+        if isinstance(value, frozenset) and all(isinstance(t, str) for t in value):
+            return value
+        raise _not_a_value(self, value, "0 (absent): a token stands for itself otherwise")
 
-    >>> Clearance.PUBLIC < Clearance.SECRET < Clearance.ABSENT
-    True
+
+def _not_a_value(semiring: Semiring[Any], value: Any, expected: str) -> SemiringError:
+    return SemiringError(
+        f"expected a value of the {semiring} semiring, {expected}; found "
+        f"{type(value).__name__} {value!r}. Fix: give the token such a value."
+    )
+
+
+class _Levels(Semiring[Any]):
+    """A bounded linear order of levels, given lowest first, as a semiring (ProvSQL's
+    ``sr_minmax`` / ``sr_maxmin`` over an ENUM). Its values are the levels themselves, and
+    None, an element outside the order: the zero (no derivation), so that every level, the
+    highest included, is one a token can have."""
+
+    #: "min" (min-max: + is min, · is max) or "max" (max-min: + is max, · is min)
+    plus_is: ClassVar[str]
+    zero: Any = None
+
+    def __init__(self, levels: Iterable[Hashable], *, name: str | None = None) -> None:
+        found = tuple(levels) if not isinstance(levels, str) else None
+        kind = "minmax" if self.plus_is == "min" else "maxmin"
+        if not found:
+            raise SemiringError(
+                f"expected the levels of a {kind} semiring, lowest first, at least one; found "
+                f"{levels!r}. Fix: e.g. {type(self).__name__}(['public', 'secret'])."
+            )
+        rank: dict[Any, int] = {}
+        for i, level in enumerate(found):
+            if level is None or isinstance(level, bool) or not isinstance(level, Hashable):
+                raise SemiringError(
+                    f"expected levels that are names (or other hashable values, not None or a "
+                    f"boolean); found {level!r}. Fix: name the levels, e.g. 'secret'."
+                )
+            if level in rank:
+                raise SemiringError(
+                    f"expected distinct levels; found {level!r} twice in "
+                    f"{' < '.join(map(str, found))}. Fix: give each level once, lowest first."
+                )
+            rank[level] = i
+        self.levels: tuple[Any, ...] = found
+        self._rank = rank
+        self._kind = kind
+        self.name = name or kind
+        self.one = found[0] if self.plus_is == "min" else found[-1]
+
+    def _key(self, a: Any) -> int:
+        """Position in the order; the zero (None) beyond the end where + looks last."""
+        if a is None:
+            return len(self.levels) if self.plus_is == "min" else -1
+        try:
+            return self._rank[a]
+        except (KeyError, TypeError):
+            raise SemiringError(
+                f"expected a level of {self.describe()}; found {type(a).__name__} {a!r}. "
+                f"Fix: use one of those levels."
+            ) from None
+
+    def plus(self, a: Any, b: Any) -> Any:
+        low = self._key(a) <= self._key(b)
+        return a if low == (self.plus_is == "min") else b
+
+    def times(self, a: Any, b: Any) -> Any:
+        low = self._key(a) <= self._key(b)
+        return b if low == (self.plus_is == "min") else a
+
+    def is_zero(self, a: Any) -> bool:
+        return a is None
+
+    def coerce(self, value: Any) -> Any:
+        """The level ``value`` names (levels are matched exactly, case included)."""
+        try:
+            return self.levels[self._rank[value]]
+        except (KeyError, TypeError):
+            raise SemiringError(
+                f"expected a level of {self.describe()}; found {type(value).__name__} "
+                f"{value!r}. Fix: use one of those levels, or add it to the order."
+            ) from None
+
+    def describe(self) -> str:
+        """The semiring as the query language writes it, ``minmax(a < b < c)``."""
+        return f"{self._kind}({' < '.join(map(str, self.levels))})"
+
+    def __str__(self) -> str:
+        return self.name if self.name != self._kind else self.describe()
+
+    def __repr__(self) -> str:
+        return f"<semiring {self.name}: {self.describe()}>"
+
+
+class MinMaxSemiring(_Levels):
+    """The min-max semiring over ``levels`` (lowest first): + is min, · is max.
+
+    The security shape: a tuple derived in several ways needs the least restrictive of them,
+    a join needs the most restrictive of its parts. 1 is the lowest level; 0 is None (no
+    derivation), above every level. δ is the identity (a group keeps its members' level).
+
+    Parameters
+    ----------
+    levels : iterable of hashable
+        The levels in increasing order, e.g. ``["unclassified", "restricted", "secret"]``.
+    name : str, optional
+        Its name (default ``"minmax"``), e.g. ``"security"`` for :data:`SECURITY`.
+
+    Examples
+    --------
+    >>> k = MinMaxSemiring(["unclassified", "restricted", "confidential", "secret", "top_secret"])
+    >>> k.plus("secret", "restricted"), k.times("secret", "restricted"), k.one
+    ('restricted', 'secret', 'unclassified')
+    >>> k.plus(None, "top_secret"), k.times(None, "restricted")
+    ('top_secret', None)
     """
 
-    PUBLIC = 0
-    CONFIDENTIAL = 1
-    SECRET = 2
-    TOP_SECRET = 3
-    ABSENT = 4
+    plus_is = "min"
 
 
-class SecuritySemiring(Semiring[Clearance]):
-    """Clearance needed to see a tuple: + is min (least restrictive derivation), · is max.
+class MaxMinSemiring(_Levels):
+    """The max-min semiring over ``levels`` (lowest first): + is max, · is min.
 
-    >>> SECURITY.plus(Clearance.SECRET, SECURITY.times(Clearance.PUBLIC, Clearance.CONFIDENTIAL))
-    <Clearance.CONFIDENTIAL: 1>
+    The trust / availability shape (fuzzy levels): a tuple derived in several ways is as
+    trusted as its best derivation, a join as its least trusted part. 1 is the highest
+    level; 0 is None (no derivation), below every level. δ is the identity.
+
+    Examples
+    --------
+    >>> k = MaxMinSemiring(["low", "medium", "high"])
+    >>> k.plus("low", "medium"), k.times("high", "medium"), k.one, k.plus(None, "low")
+    ('medium', 'medium', 'high', 'low')
     """
 
-    name, zero, one = "security", Clearance.ABSENT, Clearance.PUBLIC
-
-    def plus(self, a: Clearance, b: Clearance) -> Clearance:
-        return Clearance(min(a, b))
-
-    def times(self, a: Clearance, b: Clearance) -> Clearance:
-        return Clearance(max(a, b))
+    plus_is = "max"
 
 
 BOOLEAN = BooleanSemiring()
@@ -288,7 +471,8 @@ COUNTING = CountingSemiring()
 TROPICAL = TropicalSemiring()
 WHY = WhySemiring()
 LINEAGE = LineageSemiring()
-SECURITY = SecuritySemiring()
+#: Clearance needed to see a tuple: min-max over public < confidential < secret < top_secret.
+SECURITY = MinMaxSemiring(("public", "confidential", "secret", "top_secret"), name="security")
 
 _REGISTRY: dict[str, Semiring[Any]] = {}
 

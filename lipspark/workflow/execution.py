@@ -116,7 +116,7 @@ class Executor:
             return RelationDescriptor(rel_dir, files)
         seg = builder.allocate()
         builder.record(BaseSegment(seg, context, relation=rel.name, key=tuple(rel.key),
-                                   columns=tuple(rel.key or rel.column_names), files=files, type=node_type))
+                                   columns=rel.token_columns, files=files, type=node_type))
         return RelationDescriptor(rel_dir, files, p=PScheme("token", seg))
 
     def _read(self, inv: _Invocation, rel: Relation, desc: RelationDescriptor, role: str) -> Any:

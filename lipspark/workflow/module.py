@@ -77,6 +77,19 @@ class Relation:
     name: str
     columns: tuple[tuple[str, str], ...]
     key: tuple[str, ...] = ()
+    #: columns its base tuples keep beside the key (for a security level, a probability, …)
+    keep: tuple[str, ...] = ()
+
+    @property
+    def token_columns(self) -> tuple[str, ...]:
+        """The columns a base tuple of this relation keeps: the key and ``keep``, or all without a key.
+
+        >>> Relation("Cars", (("CarId", "string"), ("Model", "string"), ("Level", "string")), ("CarId",), ("Level",)).token_columns
+        ('CarId', 'Level')
+        """
+        if not self.key:
+            return self.column_names
+        return self.key + tuple(k for k in dict.fromkeys(self.keep) if k not in self.key)
 
     @property
     def ddl(self) -> str:
@@ -116,6 +129,9 @@ class Module:
         or initial state relation whose key has a null or a repeated value stops the run before
         anything is committed, naming the value. Without a key, tokens show every column and
         repeated rows are numbered.
+    keep
+        Relation name → columns its base tuples keep beside the key (a relation without a key
+        keeps them all), for queries that read them: ``evaluate … given tuple Cars.Level``.
     """
 
     name: str
@@ -124,6 +140,7 @@ class Module:
     outputs: Mapping[str, Any] = field(default_factory=dict)
     logic: Callable[..., Mapping[str, Any]] | None = None
     keys: Mapping[str, Any] = field(default_factory=dict)
+    keep: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_name("module name", self.name)
@@ -136,14 +153,22 @@ class Module:
                 if rname in rels:
                     raise WorkflowError(f"module {self.name!r}: relation {rname!r} appears in more than one of inputs/state/outputs (they must be disjoint)")
                 key = tuple(self.keys.get(rname, ()))
-                rel = Relation(rname, parse_schema(ddl), key)
+                kept = self.keep.get(rname, ())
+                rel = Relation(rname, parse_schema(ddl), key, (kept,) if isinstance(kept, str) else tuple(kept))
                 missing = [k for k in key if k not in rel.column_names]
                 if missing:
                     raise WorkflowError(f"module {self.name!r}, relation {rname!r}: key columns {missing} are not columns")
+                missing = [k for k in rel.keep if k not in rel.column_names]
+                if missing:
+                    raise WorkflowError(f"module {self.name!r}, relation {rname!r}: columns to keep {missing} are not columns "
+                                        f"(its columns: {', '.join(rel.column_names)})")
                 rels[rname] = rel
         unknown = [k for k in self.keys if k not in rels]
         if unknown:
             raise WorkflowError(f"module {self.name!r}: keys given for unknown relations {unknown}")
+        unknown = [k for k in self.keep if k not in rels]
+        if unknown:
+            raise WorkflowError(f"module {self.name!r}: columns to keep given for unknown relations {unknown}")
         object.__setattr__(self, "_relations", rels)
 
     def relation(self, name: str) -> Relation:

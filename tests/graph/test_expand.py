@@ -161,3 +161,18 @@ def test_version_3_specs_round_trip_and_need_version_3():
         group(2, AggregateSpec(Op.BLACK_BOX, None, "r", label="r", value="y0", inputs=(0,)))
     with pytest.raises(StoreError, match="label or value"):
         AggregateSpec.from_json({"op": "black_box", "arg": None, "column": "sd"})
+
+
+def test_a_token_keeps_its_key_and_the_columns_kept_and_is_labelled_by_its_key():
+    import json
+
+    ids = [positional(1, i) for i in range(3)]
+    table = pa.table({"__lp_id": ids, "k": ["a", "b", "b"], "level": ["secret", None, "public"]})
+    kept = BaseSegment(1, Context(), relation="R", key=("k",), columns=("k", "level"))
+    nodes, _ = expand_segments([(kept, {"tuples": table})])
+    assert nodes["label"].tolist() == ["R:a", "R:b", "R:b#2"]  # the key alone, as without kept columns
+    assert [json.loads(t) for t in nodes["tuple"]] == [{"k": "a", "level": "secret"}, {"k": "b", "level": None},
+                                                      {"k": "b", "level": "public"}]
+    keyless = BaseSegment(1, Context(), relation="R", columns=("k", "level"))
+    nodes, _ = expand_segments([(keyless, {"tuples": table})])
+    assert nodes["label"].tolist() == ["R:a,secret", "R:b,null", "R:b,public"]  # no key: labelled by every value

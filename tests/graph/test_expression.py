@@ -81,3 +81,49 @@ def test_the_python_api_and_the_language_give_one_expression(gen):
         pos = g.position(node)
         expr = g.value(node) if g.is_v[pos] else g.polynomial(node)
         assert s.run(f"polynomial node {node}")[0].rows[0]["polynomial"] == str(expr)
+
+
+def test_a_token_without_a_value_is_named_not_guessed():
+    import pytest
+
+    from lipspark.errors import MissingValueError
+    from lipspark.semiring import LINEAGE, SECURITY
+
+    g = graph()
+    with pytest.raises(MissingValueError) as err:
+        evaluate(g, 3, SECURITY, {"R:a": "secret"})
+    assert err.value.tokens == ("R:b",) and "provenance_mapping" in str(err.value)
+    with pytest.raises(MissingValueError):
+        evaluate(g, 3, COUNTING)
+    assert evaluate(g, 8, SECURITY, {"R:a": "secret"}) == "secret"  # the invocation token is the semiring's one
+    assert evaluate(g, 3, SECURITY, {"R:a": "secret"}, default="top_secret") == "secret"
+    assert evaluate(g, 3, LINEAGE) == {"R:a", "R:b"}  # a token stands for itself in Lineage
+
+
+def test_provenance_mapping_reads_the_columns_a_token_keeps():
+    import pytest
+
+    from lipspark.errors import QueryError
+
+    nodes = pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "op": ["token", "token", "token", "+"],
+                          "label": ["agents:1", "agents:2", "agents:3", "+"], "relation": ["agents", "agents", "agents", None],
+                          "tuple": ['{"id": 1, "level": "secret", "p": 0.5}', '{"id": 2, "level": null, "p": 1}', '{"id": 3, "level": "restricted", "p": 0.25}', None]})
+    g = GraphIndex.build(nodes, pd.DataFrame({"src": [1, 2, 3], "dst": [4, 4, 4]}))
+    from lipspark.graph.expression import provenance_mapping
+
+    assert provenance_mapping(g, "agents", "level") == {"agents:1": "secret", "agents:3": "restricted"}  # a null is no value
+    assert provenance_mapping(g, "agents", "p") == {"agents:1": 0.5, "agents:2": 1, "agents:3": 0.25}
+    with pytest.raises(QueryError, match=r"^the base tuples of agents keep no column 'name' \(they keep: id, level, p\); keep it with "
+                                         r"Tracker.annotate\(\.\.\., keep=\['name'\]\) or, in a workflow, Module\(keep=\{'agents': \['name'\]\}\)"):
+        provenance_mapping(g, "agents", "name")
+    with pytest.raises(QueryError, match=r"no base tuples of relation 'spies' in this graph \(relations with base tuples: agents\)"):
+        provenance_mapping(g, "spies", "level")
+
+
+def test_expanded_writes_each_invocation_once():
+    from lipspark.graph.expression import expanded
+
+    nodes = NODES.copy()
+    g = GraphIndex.build(nodes, EDGES)
+    assert str(expanded(g, 8)) == "M_dealer1[3]·R:a"
+    assert str(expanded(g, 3)) == "Sum(R:a, R:b)"

@@ -34,6 +34,7 @@ from lipspark.query.ast import (
     Show,
     Subgraph,
     TokenSel,
+    TupleColumn,
     TupleSel,
     ValueSel,
     ZoomIn,
@@ -114,6 +115,47 @@ def test_evaluate_optional_samples_and_seed(options, samples, seed):
     stmt = one(f"evaluate probability node 1 given default = 0.5{options}")
     assert (stmt.samples, stmt.seed) == (samples, seed)
     assert one(f"evaluate probability node 1{options}").given == ()
+
+
+def test_evaluate_ordered_levels_column_values_and_without_delta():
+    """Issue 14: minmax/maxmin over the user's levels (ProvSQL's agency ENUM), `tuple REL.COLUMN`
+    values, δ as the identity."""
+    stmt = one('EVALUATE MinMax(unclassified < restricted < confidential < secret < top_secret) output Cities in agency '
+               'given tuple personnel.classification, token "personnel:6" = top_secret, default = `secret` WITHOUT DELTA')
+    assert stmt == Evaluate("minmax", TupleSel("output", "Cities", module="agency"),
+                            (TupleColumn("personnel", "classification"), Assignment(TokenSel("personnel:6"), "top_secret"),
+                             Assignment(DefaultRef(), "secret")),
+                            without_delta=True, levels=("unclassified", "restricted", "confidential", "secret", "top_secret"))
+    assert str(stmt) == ('evaluate minmax(unclassified < restricted < confidential < secret < top_secret) output Cities in agency '
+                         'given tuple personnel.classification, token "personnel:6" = "top_secret", default = "secret" without delta')
+    # levels may be strings or backquoted names, and keywords; one level is an order too
+    assert one('evaluate maxmin("top secret" < `x y` < default) node 1').levels == ("top secret", "x y", "default")
+    assert one("evaluate minmax(only) node 1").levels == ("only",)
+    assert one("evaluate counting node 1").levels == () and one("evaluate counting node 1").without_delta is False
+    # the clauses keep their order: given, without delta, samples, seed
+    stmt = one("evaluate probability node 1 given tuple R.p without delta samples 10 seed 3")
+    assert (stmt.given, stmt.without_delta, stmt.samples, stmt.seed) == ((TupleColumn("R", "p"),), True, 10, 3)
+    # names that are keywords, written back in backquotes
+    stmt = one("evaluate security node 1 given tuple `value`.`delta`")
+    assert stmt.given == (TupleColumn("value", "delta"),) and str(stmt) == "evaluate security node 1 given tuple `value`.`delta`"
+    assert one("show tuple delta in without").target == TupleSel("tuple", "delta", module="without")  # new keywords are still names where a name must follow
+
+
+@pytest.mark.parametrize("text, line, column, detail", [
+    ("evaluate security node 1 given state Cars.Model", 1, 32,
+     "only base tuples take values from a column: write `tuple Cars.Model` (a state node is derived"),
+    ("evaluate minmax() node 1", 1, 17, "unexpected ')'; expected a name or a string"),
+    ("evaluate minmax(a <= b) node 1", 1, 19, "unexpected '<='; expected ')' or '<'"),
+    ("evaluate minmax(a < b node 1", 1, 23, "unexpected 'node'; expected ')' or '<'"),
+    ("evaluate counting node 1 without", 1, 33, "unexpected end of the query; expected 'delta'"),
+    ("evaluate counting node 1 samples 3 without delta", 1, 36, "unexpected 'without'"),
+    ("evaluate counting node 1 given tuple Cars.", 1, 43, "unexpected end of the query; expected a name"),
+    ("show tuple Cars.Model", 1, 16, "unexpected '.'"),
+])
+def test_syntax_errors_of_the_new_evaluate_clauses(text, line, column, detail):
+    err = syntax_error(text)
+    assert (err.line, err.column) == (line, column), str(err)
+    assert detail in str(err)
 
 
 def test_evaluate_semiring_is_lower_cased_and_may_be_a_keyword():
@@ -334,13 +376,14 @@ polynomial output Bids(BidId >= 2, Amount < 1.5e4) expanded;
 polynomial invocation xor execution 3;
 evaluate probability output SoldCars given default = 0.9, token "Cars:C2" = .5 samples 1000 seed 7;
 evaluate security output SoldCars given relation Cars = secret, default = public;
+evaluate minmax(public < `top secret`) output SoldCars given tuple Cars.Level, default = public without delta;
 show node 123456789
 """
 
 
 def test_round_trip_of_the_dealership_queries():
     stmts = parse(DEALERSHIP)
-    assert len(stmts) == 13
+    assert len(stmts) == 14
     for stmt in stmts:
         assert parse(str(stmt)) == [stmt]
     assert parse(";\n".join(map(str, stmts))) == stmts

@@ -9,7 +9,7 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lipspark.errors import SemiringError
+from lipspark.errors import MissingValueError, SemiringError
 from lipspark.semiring import (
     BOOLEAN,
     COUNTING,
@@ -20,8 +20,10 @@ from lipspark.semiring import (
     WHY,
     ZERO,
     AggValue,
-    Clearance,
     Expr,
+    MaxMinSemiring,
+    MinMaxSemiring,
+    Semiring,
     Sum,
     Token,
     black_box,
@@ -63,12 +65,12 @@ def test_valuation_forms() -> None:
     assert evaluate(e, LINEAGE) == {"a", "b", "c"}
     assert evaluate(e, WHY) == {frozenset("ab"), frozenset("ac")}
     assert evaluate(e, TROPICAL, {"a": 1.0, "b": 5.0, "c": 2.0}) == 3.0
-    sec = {"a": Clearance.CONFIDENTIAL, "b": Clearance.SECRET, "c": Clearance.TOP_SECRET}
-    assert evaluate(e, SECURITY, sec) is Clearance.SECRET
+    sec = {"a": "confidential", "b": "secret", "c": "top_secret"}
+    assert evaluate(e, SECURITY, sec) == "secret"
 
 
 def test_missing_token_is_named() -> None:
-    with pytest.raises(SemiringError, match="'c'"):
+    with pytest.raises(MissingValueError, match="found none for 1 token"):
         evaluate(A * (B + C), COUNTING, {"a": 1, "b": 1})
     with pytest.raises(SemiringError, match="Semiring"):
         evaluate(A, "counting", {})  # type: ignore[arg-type]
@@ -76,6 +78,91 @@ def test_missing_token_is_named() -> None:
         evaluate(A, COUNTING, 3)  # type: ignore[arg-type]
     with pytest.raises(SemiringError):
         evaluate("a", COUNTING, {})  # type: ignore[arg-type]
+
+
+# --- every token needs a value: never a guessed one -------------------------------------
+
+AGENCY = ("unclassified", "restricted", "confidential", "secret", "top_secret")
+#: semiring, a value to give, what a·(b + c) evaluates to when every token has that value
+NEEDS_VALUES: list[tuple[Semiring[Any], Any, Any]] = [
+    (BOOLEAN, True, True),
+    (COUNTING, 2, 8),
+    (TROPICAL, 1.5, 3.0),
+    (SECURITY, "secret", "secret"),
+    (MinMaxSemiring(AGENCY), "restricted", "restricted"),
+    (MaxMinSemiring(AGENCY), "restricted", "restricted"),
+]
+
+
+@pytest.mark.parametrize("k, value, result", NEEDS_VALUES, ids=lambda x: getattr(x, "name", None))
+def test_a_token_without_a_value_is_an_error_in_every_semiring(k: Semiring[Any], value: Any, result: Any) -> None:
+    """Security must never fail open: an unvalued token is named, not given the least restrictive level."""
+    e = A * (B + C)
+    for valuation in ({"a": value}, None, {}):
+        with pytest.raises(MissingValueError) as err:
+            evaluate(e, k, valuation)
+        missing = ("b", "c") if valuation else ("a", "b", "c")
+        assert err.value.tokens == missing
+        message = str(err.value)
+        assert f"found none for {len(missing)} token(s): {', '.join(missing)}" in message and "default=" in message
+        assert "\n" not in message
+    assert evaluate(e, k, {"a": value}, default=value) == result
+    assert evaluate(e, k, {}, default=value) == result
+    agg = AggValue("Count", ((A, 1), (B, 1)))
+    with pytest.raises(MissingValueError, match="token"):
+        evaluate(agg, k, {"a": value})
+
+
+def test_the_message_names_the_first_tokens_and_counts_the_rest() -> None:
+    e = plus(*[Token(f"agents:{i:02d}") for i in range(12)])
+    with pytest.raises(MissingValueError, match=r"none for 12 token\(s\): agents:00, agents:01, agents:02, agents:03, "
+                                                r"agents:04 and 7 more\. Fix"):
+        evaluate(e, SECURITY, {})
+
+
+def test_symbolic_semirings_need_no_value() -> None:
+    """In Why and Lineage a token stands for itself: that is not a guess."""
+    assert evaluate(A * B, LINEAGE) == {"a", "b"} and evaluate(A * B, WHY, {"a": 0}) == WHY.zero
+
+
+def test_given_values_are_checked() -> None:
+    k = MinMaxSemiring(AGENCY)
+    with pytest.raises(SemiringError, match=r"expected a level of minmax\(unclassified < restricted < confidential < "
+                                            r"secret < top_secret\); found str 'Secret'"):
+        evaluate(A, k, {"a": "Secret"})
+    with pytest.raises(SemiringError, match="found str 'purple'"):
+        evaluate(A, SECURITY, {}, default="purple")
+    with pytest.raises(SemiringError, match="a whole number >= 0; found int -1"):
+        evaluate(A, COUNTING, lambda t: -1)
+
+
+def test_agency_case_study() -> None:
+    """ProvSQL's intelligence agency (doc casestudy1): cities with two agents, by a self-join
+    p1.city = p2.city and p1.id < p2.id grouped by city — δ of the sum of the pairs."""
+    level = {1: "unclassified", 2: "restricted", 3: "confidential", 4: "secret", 5: "top_secret", 6: "restricted", 7: "secret"}
+    p = {i: Token(f"personnel:{i}") for i in level}
+    cities = {"Nairobi": delta(p[1] * p[2]), "Paris": delta(p[3] * p[5] + p[3] * p[6] + p[5] * p[6]), "Beijing": delta(p[4] * p[7])}
+    levels = {f"personnel:{i}": v for i, v in level.items()}
+    minmax, maxmin = MinMaxSemiring(AGENCY), MaxMinSemiring(AGENCY)
+    assert {c: evaluate(e, minmax, levels) for c, e in cities.items()} == {
+        "Nairobi": "restricted", "Paris": "confidential", "Beijing": "secret"}  # ProvSQL's answers
+    assert {c: evaluate(e, maxmin, levels) for c, e in cities.items()} == {
+        "Nairobi": "unclassified", "Paris": "confidential", "Beijing": "secret"}
+    # how many pairs: δ makes each city 1; δ as identity counts the derivations (3 pairs in Paris)
+    assert {c: evaluate(e, COUNTING, {}, default=1) for c, e in cities.items()} == {"Nairobi": 1, "Paris": 1, "Beijing": 1}
+    assert {c: evaluate(e, COUNTING, {}, default=1, without_delta=True) for c, e in cities.items()} == {
+        "Nairobi": 1, "Paris": 3, "Beijing": 1}
+
+
+def test_without_delta() -> None:
+    e = delta(A * B + A * C) * delta(B + B)
+    assert evaluate(e, COUNTING, {"a": 2, "b": 3, "c": 1}) == 1
+    assert evaluate(e, COUNTING, {"a": 2, "b": 3, "c": 1}, without_delta=True) == (2 * 3 + 2 * 1) * 6
+    # δ is the identity in every other built-in semiring: the option changes nothing there
+    for k, value in ((BOOLEAN, True), (TROPICAL, 1.0), (SECURITY, "secret")):
+        assert evaluate(e, k, {}, default=value, without_delta=True) == evaluate(e, k, {}, default=value)
+    agg = AggValue("Sum", ((delta(A + A), 10),))
+    assert evaluate(agg, COUNTING, {"a": 1}) == 10 and evaluate(agg, COUNTING, {"a": 1}, without_delta=True) == 20
 
 
 def test_deep_chain_does_not_recurse() -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lipspark.errors import SemiringError
+from lipspark.errors import MissingValueError, SemiringError
 from lipspark.semiring import (
     BOOLEAN,
     ONE,
@@ -258,11 +258,24 @@ def test_str() -> None:
 
 
 def test_missing_token_is_named() -> None:
-    with pytest.raises(SemiringError, match=r"'z'.*default"):
+    with pytest.raises(MissingValueError, match=r"found none for 1 token\(s\): z\. Fix: .*default"):
         probability(X * (Y + Z), {"x": 0.5, "y": 0.5})
+    with pytest.raises(MissingValueError) as err:
+        probability(X * (Y + Z), {})
+    assert err.value.tokens == ("x", "y", "z") and "\n" not in str(err.value)
+    assert probability(X * (Y + Z), {}, default=1.0).value == 1.0
 
 
-@pytest.mark.parametrize("bad", [1.5, -0.1, math.nan, "0.5", None])
+def test_probabilities_from_the_agency_case_study() -> None:
+    """ProvSQL's agency with probability id/10: P(a city has two agents), by hand."""
+    p = {i: Token(f"personnel:{i}") for i in range(1, 8)}
+    probs = {f"personnel:{i}": i / 10 for i in p}
+    paris = delta(p[3] * p[5] + p[3] * p[6] + p[5] * p[6])
+    assert probability(delta(p[1] * p[2]), probs).value == pytest.approx(0.1 * 0.2)
+    assert probability(paris, probs).value == pytest.approx(0.3 * 0.5 * 0.4 + 0.3 * 0.5 * 0.6 + 0.7 * 0.5 * 0.6 + 0.3 * 0.5 * 0.6)
+
+
+@pytest.mark.parametrize("bad", [1.5, -0.1, math.nan, "0.5", None, True])
 def test_bad_probability(bad: object) -> None:
     with pytest.raises(SemiringError, match=r"\[0, 1\]"):
         probability(X * Y, {"x": 0.5, "y": bad})  # type: ignore[dict-item]

@@ -17,7 +17,8 @@ from lipspark.semiring import (
     SECURITY,
     TROPICAL,
     WHY,
-    Clearance,
+    MaxMinSemiring,
+    MinMaxSemiring,
     Semiring,
     get_semiring,
     register_semiring,
@@ -25,6 +26,10 @@ from lipspark.semiring import (
 )
 
 _names = st.sampled_from("abcd")
+#: ProvSQL's intelligence-agency case study: its classification_level ENUM, lowest first
+AGENCY = ("unclassified", "restricted", "confidential", "secret", "top_secret")
+AGENCY_MINMAX = MinMaxSemiring(AGENCY)
+AGENCY_MAXMIN = MaxMinSemiring(AGENCY)
 ELEMENTS: dict[str, tuple[Semiring[Any], st.SearchStrategy[Any]]] = {
     "boolean": (BOOLEAN, st.booleans()),
     "counting": (COUNTING, st.integers(0, 10**6)),
@@ -32,7 +37,10 @@ ELEMENTS: dict[str, tuple[Semiring[Any], st.SearchStrategy[Any]]] = {
     "tropical": (TROPICAL, st.integers(0, 10**6).map(float) | st.just(math.inf)),
     "why": (WHY, st.frozensets(st.frozensets(_names, max_size=3), max_size=3)),
     "lineage": (LINEAGE, st.none() | st.frozensets(_names, max_size=4)),
-    "security": (SECURITY, st.sampled_from(list(Clearance))),
+    "security": (SECURITY, st.sampled_from([*SECURITY.levels, None])),
+    "minmax": (AGENCY_MINMAX, st.sampled_from([*AGENCY, None])),
+    "maxmin": (AGENCY_MAXMIN, st.sampled_from([*AGENCY, None])),
+    "minmax-one-level": (MinMaxSemiring(["only"]), st.sampled_from(["only", None])),
 }
 
 
@@ -81,10 +89,58 @@ def test_specific_values() -> None:
     assert TROPICAL.times(1.0, TROPICAL.zero) == math.inf
     assert WHY.times(WHY.token_value("a"), WHY.token_value("b")) == {frozenset({"a", "b"})}
     assert LINEAGE.plus(None, frozenset({"a"})) == {"a"}
-    assert SECURITY.plus(Clearance.SECRET, Clearance.ABSENT) is Clearance.SECRET
-    assert SECURITY.times(Clearance.SECRET, Clearance.PUBLIC) is Clearance.SECRET
-    assert Clearance.PUBLIC < Clearance.CONFIDENTIAL < Clearance.SECRET
-    assert Clearance.SECRET < Clearance.TOP_SECRET < Clearance.ABSENT
+    assert SECURITY.plus("secret", SECURITY.zero) == "secret"
+    assert SECURITY.times("secret", "public") == "secret"
+    assert SECURITY.levels == ("public", "confidential", "secret", "top_secret") and SECURITY.one == "public"
+
+
+def test_ordered_levels_hand_computed() -> None:
+    """The semiring shapes of ProvSQL's sr_minmax and sr_maxmin over the agency's ENUM."""
+    k = AGENCY_MINMAX
+    assert (k.zero, k.one) == (None, "unclassified")
+    assert k.plus("secret", "restricted") == "restricted" and k.times("secret", "restricted") == "secret"
+    assert k.plus("top_secret", None) == "top_secret" and k.times("top_secret", None) is None  # None: no derivation
+    assert k.delta("secret") == "secret"  # a group keeps its members' level, as in ProvSQL
+    d = AGENCY_MAXMIN
+    assert (d.zero, d.one) == (None, "top_secret")
+    assert d.plus("secret", "restricted") == "secret" and d.times("secret", "restricted") == "restricted"
+    assert d.plus("unclassified", None) == "unclassified" and d.times("unclassified", None) is None
+    # the highest level is a level like any other, not the zero (ProvSQL's zero is the top of the ENUM)
+    assert not k.is_zero("top_secret") and k.plus("top_secret", "top_secret") == "top_secret"
+    assert str(k) == "minmax(unclassified < restricted < confidential < secret < top_secret)" and str(SECURITY) == "security"
+
+
+@pytest.mark.parametrize("levels, message", [
+    ([], "at least one"),
+    ("abc", "at least one"),
+    (["a", "b", "a"], "distinct levels; found 'a' twice in a < b < a"),
+    (["a", None], "not None"),
+    (["a", True], "not None or a boolean"),
+])
+def test_bad_levels(levels: Any, message: str) -> None:
+    with pytest.raises(SemiringError, match=message):
+        MinMaxSemiring(levels)
+
+
+def test_coerce_checks_each_semirings_values() -> None:
+    assert AGENCY_MINMAX.coerce("secret") == "secret" and SECURITY.coerce("top_secret") == "top_secret"
+    for bad in ("Secret", "purple", 3, None):
+        with pytest.raises(SemiringError, match=r"expected a level of minmax\(unclassified < .* < top_secret\); found"):
+            AGENCY_MINMAX.coerce(bad)
+    assert (BOOLEAN.coerce(1), BOOLEAN.coerce(False), COUNTING.coerce(4), TROPICAL.coerce("inf")) == (True, False, 4, math.inf)
+    assert WHY.coerce(0) == WHY.zero and LINEAGE.coerce(False) is None
+    for k, bad in ((BOOLEAN, "yes"), (BOOLEAN, 2), (COUNTING, -1), (COUNTING, 1.5), (COUNTING, True), (TROPICAL, True),
+                   (TROPICAL, math.nan), (WHY, 1), (LINEAGE, "a")):
+        with pytest.raises(SemiringError, match=f"expected a value of the {k.name} semiring"):
+            k.coerce(bad)
+
+
+def test_a_token_has_no_value_of_its_own_unless_the_semiring_is_symbolic() -> None:
+    for k in (BOOLEAN, COUNTING, TROPICAL, SECURITY, AGENCY_MINMAX, AGENCY_MAXMIN):
+        assert not k.symbolic
+        with pytest.raises(SemiringError, match="has no value of its own"):
+            k.token_value("a")
+    assert WHY.symbolic and LINEAGE.symbolic and LINEAGE.token_value("a") == {"a"}
 
 
 def test_boolean_aggregate() -> None:
@@ -118,7 +174,7 @@ def test_other_aggregates_use_nonzero_pairs() -> None:
     assert TROPICAL.aggregate("Sum", [(2.0, 1), (math.inf, 10), (0.0, 4)]) == 5
     assert WHY.aggregate("Max", [(WHY.zero, 9), (WHY.one, 3)]) == 3
     assert LINEAGE.aggregate("Count", [(None, 9), (frozenset(), 3), (frozenset("a"), 3)]) == 2
-    assert SECURITY.aggregate("Min", [(Clearance.ABSENT, 1), (Clearance.SECRET, 7)]) == 7
+    assert SECURITY.aggregate("Min", [(SECURITY.zero, 1), ("secret", 7)]) == 7
 
 
 def test_registry() -> None:

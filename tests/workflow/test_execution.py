@@ -226,3 +226,45 @@ def test_an_initial_state_with_a_null_key_fails_and_leaves_no_store(spark, tmp_p
     assert str(err.value).startswith("module 'intake', initial state 'Seen': key (Id) must identify each row, but Id is null on 1 row; ")
     assert not root.exists()
     run(str(wf), graph_dir=str(root), spark=spark, executions=1, params={"nullInitial": 1}, provenance=False)  # no tokens: no key
+
+
+KEPT = '''
+from lipspark.workflow import Module, Workflow, WorkflowDefinition
+
+R = "Id string, Level string, Note string"
+
+
+def build(p):
+    m = Module("intake", inputs={"Items": R}, state={"Seen": R}, outputs={"Out": R}, keys={"Items": ["Id"], "Seen": ["Id"]},
+               keep={"Items": ["Level"], "Seen": ["Level"]}, logic=lambda Items, Seen: {"Out": Items.union(Seen)})
+    return Workflow("kept", [m]).node("intake", "intake", input=True, output=True)
+
+
+def initial_state(spark, p):
+    return {"intake": {"Seen": spark.createDataFrame([("S0", "secret", "x")], R)}}
+
+
+def inputs(spark, n, p):
+    return {"intake": {"Items": spark.createDataFrame([(f"I{n}-0", "public", "y"), (f"I{n}-1", "top_secret", "z")], R)}}
+
+
+DEFINITION = WorkflowDefinition("kept", build, initial_state, inputs, params={"numExec": 1})
+'''
+
+
+def test_module_keep_gives_base_tuples_the_columns_queries_read(spark, tmp_path):
+    """Issue 14 item 2 in a workflow: inputs and initial state keep Level beside the key Id (read
+    back from the stored Parquet files), not Note; their labels are still the key."""
+    from lipspark.errors import QueryError
+    from lipspark.query import Session, provenance_mapping
+
+    wf, root = tmp_path / "kept.py", str(tmp_path / "g")
+    wf.write_text(KEPT)
+    run(str(wf), graph_dir=root, spark=spark, executions=1)
+    s = Session(root)
+    assert provenance_mapping(s.base, "Items", "Level") == {"Items:I1-0": "public", "Items:I1-1": "top_secret"}
+    assert provenance_mapping(s.base, "Seen", "Level") == {"Seen:S0": "secret"}
+    with pytest.raises(QueryError, match=r"keep no column 'Note' \(they keep: Id, Level\); keep it with .*Module\(keep=\{'Items': \['Note'\]\}\)"):
+        provenance_mapping(s.base, "Items", "Note")
+    (r,) = s.run("evaluate security output Out in intake given tuple Items.Level, tuple Seen.Level")
+    assert sorted(row["value"] for row in r.rows) == ["public", "secret", "top_secret"]

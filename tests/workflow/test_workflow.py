@@ -61,6 +61,18 @@ def test_module_definition_errors():
         Module("m", inputs={"R": "x int"}, outputs={"R": "x int"}, logic=lambda R: {})
     with pytest.raises(WorkflowError, match="key columns"):
         Module("m", inputs={"R": "x int"}, keys={"R": ["y"]}, logic=lambda R: {})
+    with pytest.raises(WorkflowError, match=r"relation 'R': columns to keep \['z'\] are not columns \(its columns: x, y\)"):
+        Module("m", inputs={"R": "x int, y string"}, keys={"R": ["x"]}, keep={"R": ["z"]}, logic=lambda R: {})
+    with pytest.raises(WorkflowError, match=r"columns to keep given for unknown relations \['S'\]"):
+        Module("m", inputs={"R": "x int"}, keep={"S": ["x"]}, logic=lambda R: {})
+
+
+def test_the_columns_a_base_tuple_keeps():
+    m = Module("m", inputs={"R": "x int, y string, z double"}, state={"S": "x int, y string"}, outputs={"O": "x int"},
+               keys={"R": ["x"], "S": ["x"]}, keep={"R": ["z", "x"], "S": "y"}, logic=lambda R, S: {})
+    assert m.relation("R").token_columns == ("x", "z")  # the key first; a key column kept is kept once
+    assert m.relation("S").token_columns == ("x", "y")
+    assert m.relation("O").token_columns == ("x",)  # without a key, every column
     with pytest.raises(WorkflowError, match="logic"):
         Module("m", inputs={"R": "x int"})
     with pytest.raises(WorkflowError, match="schema entry"):
