@@ -188,9 +188,15 @@ def score(spark: Any, plain: dict[str, Any], n: int, sf: float, *, seed: int = 0
             else:
                 verdicts.append(f"{label}: NO ({_diff(got_bag, rerun)})")
         out.trials = verdicts
-        bad = [v for v in verdicts if not v.endswith(": yes")]
-        out.oracle = f"yes ({len(verdicts)}/{len(verdicts)})" if not bad else (
-            f"NO ({len(verdicts) - len(bad)}/{len(verdicts)}): " + bad[0])
+        good = sum(v.endswith(": yes") for v in verdicts)
+        wrong = [v for v in verdicts if ": NO" in v]
+        unknown = [v for v in verdicts if v.endswith(": unknown")]
+        if wrong:
+            out.oracle = f"NO ({good}/{len(verdicts)}): " + wrong[0]
+        elif unknown:
+            out.oracle = f"not exact ({good}/{len(verdicts)}): " + unknown[0]
+        else:
+            out.oracle = f"yes ({good}/{len(verdicts)})"
         return out
     finally:
         tracker.release()
@@ -218,8 +224,14 @@ def table(outcomes: list[Outcome]) -> str:
     for o in outcomes:
         cells = [f"Q{o.query}", o.runs, o.fidelity, o.oracle, str(o.rows), f"{o.seconds:g}"]
         lines.append("| " + " | ".join(c.replace("|", "\\|")[:160] for c in cells) + " |")
-    green = sum(o.green for o in outcomes)
-    lines.append(f"\n{green}/{len(outcomes)} queries run with provenance, match the plain result and pass the oracle.")
+    n, green = len(outcomes), sum(o.green for o in outcomes)
+    ran = [o for o in outcomes if o.runs == "yes"]
+    same = sum(o.fidelity == "yes" for o in ran)
+    inexact = sum(o.oracle.startswith("not exact") for o in ran)
+    wrong = sum(o.oracle.startswith("NO") for o in ran)
+    lines.append(f"\n{green}/{n} queries run with provenance, match the plain result and pass the oracle; "
+                 f"{len(ran)}/{n} run, {same}/{len(ran)} match the plain result, {inexact} say a what-if is not exact, "
+                 f"{wrong} predict a wrong result.")
     return "\n".join(lines)
 
 
