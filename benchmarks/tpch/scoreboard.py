@@ -129,7 +129,6 @@ def score(spark: Any, plain: dict[str, Any], n: int, sf: float, *, seed: int = 0
     query, limit = QUERIES[n], LIMITS.get(n)
     plain_df = query(_tables(plain, sf))
     expected = _bag((plain_df.limit(limit) if limit else plain_df).collect())
-    whole = _bag(plain_df.collect()) if limit else expected
     tracker = Tracker(spark)
     try:
         try:
@@ -146,8 +145,8 @@ def score(spark: Any, plain: dict[str, Any], n: int, sf: float, *, seed: int = 0
         rows = result.collect_annotated()
         out.rows = len(rows)
         g = tracker.graph()
-        # the lineage of the whole result, by relation
-        seeds = sorted({f for r in rows for f in r.annotation.factors})
+        # the lineage of the whole result (its rows and their values), by relation
+        seeds = sorted({f for r in rows for f in (*r.annotation.factors, *r.annotation.values.values())})
         lineage = g.ancestors(g.positions(seeds)) if seeds else []
         tokens: dict[str, list[str]] = {}
         for p in lineage:
@@ -158,7 +157,7 @@ def score(spark: Any, plain: dict[str, Any], n: int, sf: float, *, seed: int = 0
         present = [r for r in ORDER if tokens.get(r)]
         relations = [present[i % len(present)] for i in range(ORACLE_TRIALS)] if present else []
         if not relations:
-            out.oracle = "yes (no base tuple derives the result)" if not whole else "NO: result has no lineage"
+            out.oracle = "n/a: no base tuple derives the result (nothing to delete)"
             return out
         verdicts = []
         for rel in relations:
