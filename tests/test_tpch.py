@@ -30,6 +30,7 @@ def test_a_query_runs_matches_and_passes_the_oracle(spark, tiny):
     assert o.oracle == "yes (3/3)", o.trials
 
 
+@pytest.mark.slow
 def test_the_oracle_catches_a_wrong_prediction(spark, tiny, monkeypatch):
     """A negative control: with deletion propagation that removes nothing, the oracle says NO."""
     from lipspark.query import deletion
