@@ -205,7 +205,7 @@ class Tracker:
         given tuple Cars.Model``, :func:`lipspark.query.provenance_mapping`), e.g. a security
         level or a probability. Kept columns are stored with the graph; they do not change labels.
 
-        When ``df`` is a plain scan of Parquet files, token ids are (file, row-in-file) and the
+        When ``df`` is a plain, uncached scan of Parquet files, token ids are (file, row-in-file) and the
         graph refers to those files instead of copying the tuples: the files must not change
         afterwards (a changed file is reported when the graph is read). Otherwise the tuples are
         copied into the graph and ids number the rows in the order of ``df``'s partitions; a ``df``
