@@ -17,7 +17,7 @@ from typing import Any
 from lipspark.errors import Interrupted, StoreError
 from lipspark.workflow.definition import WorkflowDefinition, load_definition
 from lipspark.workflow.execution import Executor, relation_frame
-from lipspark.workflow.report import InvocationReport, invocation_reports, module_table, why_empty
+from lipspark.workflow.report import InvocationReport, invocation_reports, module_table, relation_rows, why_empty
 from lipspark.store import Store
 
 __all__ = ["RunSummary", "run"]
@@ -296,7 +296,6 @@ def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Execut
 
 def _output_counts(store: Store, workflow: Any) -> dict[str, dict[str, int]]:
     """Rows of each workflow output in the store's last execution (from the files' footers)."""
-    from lipspark.workflow.report import relation_rows
 
     if not store.executions:
         return {}

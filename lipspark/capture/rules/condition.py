@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from lipspark.capture.plan import condition_sql, join_references
 from lipspark.vocabulary import Op, RowNodeSegment
 from lipspark.vocabulary.columns import value_col
 from lipspark.vocabulary.ids import positional
@@ -60,11 +61,16 @@ def record_condition(tracker: "Tracker", inputs: Sequence[tuple[DataFrame, Seque
     tracker.builder.record(RowNodeSegment(seg, tracker.context, label=label, op=Op.CONDITION), nodes=nodes)
 
 
-def record_join_condition(left: "AnnotatedFrame", right: "AnnotatedFrame", read: Iterable[str], label: str) -> None:
+def record_join_condition(left: "AnnotatedFrame", right: "AnnotatedFrame", joined: DataFrame,
+                          names: Iterable[str] | None, kind: str = "join") -> None:
     """A join (inner or semi) whose condition reads values with v-nodes (``amount == best``, a
-    join on an aggregate): a CONDITION node over the values of both sides it read."""
-    names = set(read)
-    sides = [(left.with_annotations(), valued_columns(names, left.layout.values)),
-             (right.with_annotations(), valued_columns(names, right.layout.values))]
+    join on an aggregate): a CONDITION node over the values of both sides it read. ``names``
+    are the join's key columns, ``None`` for a condition (read from ``joined``'s plan — only
+    when a side has values, so other joins pay no plan walk)."""
+    if not left.layout.values and not right.layout.values:
+        return
+    read = set(names) if names else set(join_references(joined))
+    sides = [(left.with_annotations(), valued_columns(read, left.layout.values)),
+             (right.with_annotations(), valued_columns(read, right.layout.values))]
     if any(cols for _, cols in sides):
-        record_condition(left.tracker, sides, label)
+        record_condition(left.tracker, sides, f"{kind} on {condition_sql(joined) or ', '.join(sorted(read))}")

@@ -18,7 +18,6 @@ from pyspark.sql import functions as F
 
 from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import bag_col, factor, value_col
-from lipspark.capture.plan import condition_sql, join_references
 from lipspark.capture.rules._common import BLACK_BOX_HINT, same_tracker
 from lipspark.capture.rules.condition import record_join_condition
 from lipspark.capture.rules.semijoin import SEMI, semi_join
@@ -60,8 +59,7 @@ def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = Non
     keys = {on} if isinstance(on, str) else ({c for c in on if isinstance(c, str)} if isinstance(on, (list, tuple)) else set())
     aligned, layout = _align_right(left, right, keys)
     joined = left.with_annotations().join(aligned, on, "inner")
-    read = keys or set(join_references(joined))
-    record_join_condition(left, right, read, f"join on {condition_sql(joined) or ', '.join(sorted(read))}")
+    record_join_condition(left, right, joined, keys or None)
     return left.derive(joined, layout)
 
 

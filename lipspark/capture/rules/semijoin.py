@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark.capture.layout import Layout
-from lipspark.capture.plan import condition_sql, join_references, read_join_key_types
+from lipspark.capture.plan import read_join_key_types
 from lipspark.capture.rules.aggregate import distinct
 from lipspark.capture.rules.condition import record_join_condition
 from lipspark.errors import AnnotationError, UnsupportedOperation
@@ -53,18 +53,17 @@ def semi_join(left: AnnotatedFrame, right: AnnotatedFrame, on: Any, how: str) ->
         raise UnsupportedOperation(f"join(how={how!r}) without a condition",
                                    "name the key columns (on=['k']) or give a condition (on=F.col('x') < F.col('y'))")
     names = [on] if isinstance(on, str) else list(on) if isinstance(on, (list, tuple)) and all(isinstance(c, str) for c in on) else None
-    probe = left.to_plain().join(right.to_plain(), on, "left_semi")
-    read = set(names) if names else set(join_references(probe))
-    record_join_condition(left, right, read, f"semi join on {condition_sql(probe) or ', '.join(sorted(read))}")
+    probe = left.to_plain().join(right.to_plain(), on, "left_semi")  # Spark's own checks, its key types, the condition
+    record_join_condition(left, right, probe, names, "semi join")
     if names:
-        return _on_names(left, right, names)
+        return _on_names(left, right, names, probe)
     condition = reduce(lambda a, b: a & b, on) if isinstance(on, (list, tuple)) else on
     return _on_condition(left, right, condition)
 
 
-def _on_names(left: AnnotatedFrame, right: AnnotatedFrame, names: list[str]) -> AnnotatedFrame:
-    """One δ per distinct key of the right side (its rows as members), joined to the left."""
-    probe = left.to_plain().join(right.to_plain(), names, "left_semi")  # Spark's own checks, and its key types
+def _on_names(left: AnnotatedFrame, right: AnnotatedFrame, names: list[str], probe: DataFrame) -> AnnotatedFrame:
+    """One δ per distinct key of the right side (its rows as members), joined to the left;
+    ``probe`` is the plain semi join (its plan holds the types Spark compares the keys in)."""
     types = read_join_key_types(probe)
     if types is None or len(types) != len(names):
         raise AnnotationError(f"internal: cannot read the key types of a semi join on {names}")
