@@ -48,6 +48,7 @@ __all__ = [
     "Polynomial",
     "Evaluate",
     "Show",
+    "Where",
     "format_name",
     "format_literal",
 ]
@@ -58,7 +59,7 @@ KEYWORDS: frozenset[str] = frozenset({
     "zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends",
     "on", "polynomial", "expanded", "evaluate", "given", "samples", "seed", "show", "tuple",
     "input", "state", "output", "invocation", "node", "token", "value", "of", "in", "execution",
-    "relation", "default", "true", "false", "null", "without", "delta",
+    "relation", "default", "true", "false", "null", "without", "delta", "where", "column",
 })
 
 LiteralValue: TypeAlias = str | int | float | bool | None
@@ -397,3 +398,15 @@ class Show(Statement):
 
     def __str__(self) -> str:
         return f"show {self.target}"
+
+
+@dataclass(frozen=True)
+class Where(Statement):
+    """Where-provenance: the base tuples and columns the value of ``column`` in each tuple the
+    target matches was copied or computed from."""
+
+    column: str
+    target: Selector
+
+    def __str__(self) -> str:
+        return f"where column {format_name(self.column)} of {self.target}"

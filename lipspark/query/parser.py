@@ -38,6 +38,7 @@ from lipspark.query.ast import (
     InvocationSel,
     LiteralValue,
     NodeSel,
+    Where,
     Polynomial,
     Pos,
     RelationRef,
@@ -319,6 +320,9 @@ class _ToAst(Transformer):
 
     def show(self, meta: Meta, target: Selector) -> Show:
         return Show(target, pos=_pos(meta))
+
+    def where(self, meta: Meta, column: str, target: Selector) -> Where:
+        return Where(column, target, pos=_pos(meta))
 
     def name_list(self, meta: Meta, *names: str) -> list[str]:
         return list(names)

@@ -1,0 +1,260 @@
+"""Column lineage from Spark's analyzed plan: one walk per relation a module writes.
+
+Module code is PySpark; the plan Spark analyzed for a written relation already says, attribute
+by attribute, what each column is computed from. :func:`column_lineage` reads that plan once
+(its JSON form: one Py4J call, plus one per leaf to learn which stored relation it scans) and
+follows each output attribute down to the columns of the stored relations the module read
+(sqlglot's ``lineage`` walks SQL scopes the same way). Eager and deferred capture scan the same
+stored files, so both give the same lineage; the rewrite's hidden columns (``__lp_*``) and
+Spark's ``_metadata`` are not columns of a relation and never appear.
+
+What each plan node contributes (types: :mod:`lipspark.vocabulary.lineage`):
+
+* ``Project``, ``Aggregate``, ``Window``: an output column that is a bare column reference keeps
+  its sources (IDENTITY stays IDENTITY: a rename copies); an expression over columns is a
+  TRANSFORMATION of each column it reads (a Python UDF — a black box — named in the
+  description); a column read inside an aggregate function an AGGREGATION;
+* ``Generate`` (``explode``): the generated columns are a TRANSFORMATION of the exploded column;
+* ``Union``: a column comes from the columns at its position in every branch;
+* ``Filter``, ``Join``, ``Aggregate`` keys, ``Deduplicate``/``Distinct``, ``Sort``, ``Window``
+  partitions: INDIRECT fields of the whole relation (FILTER, JOIN, GROUP_BY, SORT, WINDOW);
+* anything else passes its child's columns through by id; a leaf that scans no stored relation
+  the module read (a relation computed once — ``limit``, a non-deterministic expression —
+  or built in module code) has no sources and is named in ``opaque``.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Iterable, Mapping
+
+from pyspark.sql import DataFrame
+
+from lipspark.capture.plan import analyzed, expression_tree, node_name
+from lipspark.vocabulary.columns import is_hidden
+from lipspark.vocabulary.lineage import DIRECT_SUBTYPES, SourceField, compose
+
+__all__ = ["column_lineage", "normalize_path"]
+
+#: (relation dir, column) → (DIRECT subtype, descriptions)
+_Sources = dict[tuple[str, str], tuple[str, frozenset[str]]]
+
+_AGGREGATE_NAMES = {"Average": "avg", "CollectList": "collect_list", "CollectSet": "collect_set", "StddevSamp": "stddev",
+                    "StddevPop": "stddev_pop", "VarianceSamp": "variance", "VariancePop": "var_pop"}
+
+
+def normalize_path(path: str) -> str:
+    """A directory as Spark's file index names it, made comparable: no ``file:`` scheme, normalized.
+
+    >>> normalize_path("file:/tmp/s/executions/.pending-000001/outputs/a/R/")
+    '/tmp/s/executions/.pending-000001/outputs/a/R'
+    """
+    if path.startswith("file://"):
+        path = path[len("file://"):]
+    elif path.startswith("file:"):
+        path = path[len("file:"):]
+    return os.path.normpath(path)
+
+
+def _leaf_paths(top: Any) -> list[list[str] | None]:
+    """The root paths each leaf of the plan scans, in pre-order (``None``: not a file scan)."""
+    leaves = top.collectLeaves()
+    out: list[list[str] | None] = []
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        try:
+            paths = str(leaf.relation().location().rootPaths().mkString("\n")) if node_name(leaf) == "LogicalRelation" else None
+        except Exception:  # not a file relation: no sources through it
+            paths = None
+        out.append([normalize_path(p) for p in paths.split("\n")] if paths else None)
+    return out
+
+
+class _Walk:
+    """One bottom-up pass over a plan's JSON nodes, keeping each attribute's sources by exprId."""
+
+    def __init__(self, sources: Mapping[str, str]) -> None:
+        self.sources = {normalize_path(k): v for k, v in sources.items()}
+        self.attrs: dict[int, _Sources] = {}
+        self.indirect: dict[tuple[str, str, str], None] = {}
+        self.opaque: dict[str, None] = {}
+
+    # -------------------------------------------------------------- expressions
+    @staticmethod
+    def _exprs(value: Any) -> list[Any]:
+        """The expression trees of a plan node's field: one (a flattened list) or a list of them."""
+        if not isinstance(value, list) or not value:
+            return []
+        if isinstance(value[0], dict):
+            return [expression_tree(value)]
+        return [expression_tree(v) for v in value if isinstance(v, list) and v and isinstance(v[0], dict)]
+
+    @staticmethod
+    def _expr_id(node: Any) -> int | None:
+        e = node.fields.get("exprId")
+        return int(e["id"]) if isinstance(e, dict) and "id" in e else None
+
+    def _refs(self, tree: Any, subtype: str, desc: frozenset[str] = frozenset()) -> _Sources:
+        """The sources of an expression: those of each column it reads, at least ``subtype``;
+        inside an aggregate function, AGGREGATION; a Python UDF names itself."""
+        out: _Sources = {}
+        stack = [(tree, subtype, desc)]
+        while stack:
+            node, st, ds = stack.pop()
+            if node.cls == "AttributeReference":
+                i = self._expr_id(node)
+                for key, (s, d) in self.attrs.get(i if i is not None else -1, {}).items():
+                    _merge(out, key, compose(s, st), d | ds)
+                continue
+            if node.cls == "AggregateExpression" and node.children:
+                fn = node.children[0].cls
+                st, ds = "AGGREGATION", ds | {_AGGREGATE_NAMES.get(fn, fn.lower())}
+            elif node.cls in ("PythonUDF", "ScalaUDF"):
+                st, ds = compose(st, "TRANSFORMATION"), ds | {str(node.fields.get("name") or node.fields.get("udfName") or "udf")}
+            elif node.cls not in ("Alias",):
+                st = compose(st, "TRANSFORMATION")
+            stack.extend((c, st, ds) for c in node.children)
+        return out
+
+    def _named(self, trees: Iterable[Any], window: bool = False) -> list[tuple[int, str]]:
+        """Register the named expressions of a projection/aggregation; their (exprId, name)."""
+        out = []
+        for t in trees:
+            i = self._expr_id(t)
+            if i is None:
+                continue
+            if t.cls == "Alias" and t.children:
+                child = t.children[0]
+                if child.cls == "AttributeReference":  # a rename: a copy
+                    self.attrs[i] = dict(self.attrs.get(self._expr_id(child) or -1, {}))
+                else:
+                    self.attrs[i] = self._refs(child, "AGGREGATION" if window else "TRANSFORMATION")
+            out.append((i, str(t.fields.get("name"))))
+        return out
+
+    def _read_by(self, trees: Iterable[Any], subtype: str) -> None:
+        """Columns read by a condition, a key, an ordering: INDIRECT fields of the relation."""
+        for t in trees:
+            for (rel, col) in self._refs(t, "IDENTITY"):
+                self.indirect[(rel, col, subtype)] = None
+
+    # -------------------------------------------------------------- plan nodes
+    def run(self, nodes: list[dict[str, Any]], paths: list[list[str] | None]) -> list[tuple[int, str]]:
+        leaf_paths = iter(paths)
+        pos = 0
+
+        def visit() -> list[tuple[int, str]]:
+            nonlocal pos
+            raw = nodes[pos]
+            pos += 1
+            kids = [visit() for _ in range(int(raw["num-children"]))]
+            return self._node(raw["class"].rsplit(".", 1)[-1], raw, kids, next(leaf_paths, None) if not kids else None)
+
+        return visit()
+
+    def _node(self, cls: str, raw: dict[str, Any], kids: list[list[tuple[int, str]]], paths: list[str] | None) -> list[tuple[int, str]]:
+        f = self._exprs
+        if not kids:  # a leaf: a scan of a stored relation, or something lineage cannot see through
+            out = [(self._expr_id(a) or -1, str(a.fields.get("name"))) for a in f(raw.get("output"))]
+            rel = next((self.sources[p] for p in paths or () if p in self.sources), None)
+            if rel is None:
+                if out and cls not in ("OneRowRelation",):
+                    self.opaque[f"{cls} ({', '.join(n for _, n in out if not is_hidden(n))})"] = None
+                return out
+            for i, name in out:
+                if not is_hidden(name) and not name.startswith("_metadata"):
+                    self.attrs[i] = {(rel, name): ("IDENTITY", frozenset())}
+            return out
+        if cls == "Project":
+            return self._named(f(raw.get("projectList")))
+        if cls == "Aggregate":
+            self._read_by(f(raw.get("groupingExpressions")), "GROUP_BY")
+            return self._named(f(raw.get("aggregateExpressions")))
+        if cls == "Window":
+            self._read_by(f(raw.get("partitionSpec")) + f(raw.get("orderSpec")), "WINDOW")
+            return kids[0] + self._named(f(raw.get("windowExpressions")), window=True)
+        if cls == "Filter":
+            self._read_by(f(raw.get("condition")), "FILTER")
+            return kids[0]
+        if cls == "Join":
+            self._read_by(f(raw.get("condition")), "JOIN")
+            jt = str((raw.get("joinType") or {}).get("object", ""))
+            return kids[0] if ("LeftSemi" in jt or "LeftAnti" in jt or "Existence" in jt) else kids[0] + kids[1]
+        if cls == "Sort":
+            self._read_by(f(raw.get("order")), "SORT")
+            return kids[0]
+        if cls == "Deduplicate":
+            self._read_by(f(raw.get("keys")), "GROUP_BY")
+            return kids[0]
+        if cls == "Distinct":
+            for i, _ in kids[0]:
+                for (rel, col) in self.attrs.get(i, {}):
+                    self.indirect[(rel, col, "GROUP_BY")] = None
+            return kids[0]
+        if cls == "Generate":
+            gen = f(raw.get("generator"))
+            made: _Sources = {}
+            for g in gen:
+                made.update(self._refs(g, "TRANSFORMATION", frozenset({g.cls.lower()})))
+            outs = [(self._expr_id(a) or -1, str(a.fields.get("name"))) for a in f(raw.get("generatorOutput"))]
+            for i, _ in outs:
+                self.attrs[i] = dict(made)
+            return kids[0] + outs
+        if cls == "Union":
+            first = kids[0]
+            for other in kids[1:]:
+                for (i, _), (j, _) in zip(first, other):
+                    merged = dict(self.attrs.get(i, {}))
+                    for key, (s, d) in self.attrs.get(j, {}).items():
+                        _merge(merged, key, s, d)
+                    self.attrs[i] = merged
+            return first
+        named = f(raw.get("projectList")) or f(raw.get("aggregateExpressions"))
+        if named:  # an unknown node that names columns: each from what it reads
+            return self._named(named)
+        return kids[0] if len(kids) == 1 else [a for k in kids for a in k]
+
+
+def _merge(out: _Sources, key: tuple[str, str], subtype: str, desc: frozenset[str]) -> None:
+    """Add one source, keeping the strongest subtype when a column is reached twice."""
+    if key in out:
+        s, d = out[key]
+        out[key] = (compose(s, subtype), d | desc)
+    else:
+        out[key] = (subtype, desc)
+
+
+def column_lineage(df: DataFrame, sources: Mapping[str, str]) -> tuple[dict[str, tuple[SourceField, ...]], tuple[SourceField, ...], tuple[str, ...]]:
+    """The column lineage of ``df``: for each of its visible columns the fields it is copied or
+    computed from (DIRECT), the fields that decided which rows it has (INDIRECT), and the leaves
+    the walk could not see through.
+
+    ``sources`` maps the directory of each stored relation the module read (absolute, as Spark
+    scans it) to the name lineage gives it (its store-relative directory).
+
+    >>> from lipspark.session import get_spark
+    >>> import tempfile, os
+    >>> spark = get_spark(app_name="lineage-doctest")
+    >>> d = os.path.join(tempfile.mkdtemp(), "R")
+    >>> spark.createDataFrame([(1, "a", 2.0)], "k int, m string, v double").write.parquet(d)
+    >>> from pyspark.sql import functions as F
+    >>> r = spark.read.parquet(d)
+    >>> out = r.filter(F.col("k") > 0).groupBy("m").agg(F.sum("v").alias("total"))
+    >>> cols, rows, opaque = column_lineage(out, {d: "R"})
+    >>> [(c, [(s.column, s.subtype, s.description) for s in fs]) for c, fs in cols.items()]
+    [('m', [('m', 'IDENTITY', '')]), ('total', [('v', 'AGGREGATION', 'sum')])]
+    >>> [(s.column, s.subtype) for s in rows]
+    [('k', 'FILTER'), ('m', 'GROUP_BY')]
+    """
+    top = analyzed(df)
+    walk = _Walk(sources)
+    out = walk.run(json.loads(top.toJSON()), _leaf_paths(top))
+    columns: dict[str, tuple[SourceField, ...]] = {}
+    for i, name in out:
+        if is_hidden(name) or name in columns:
+            continue
+        srcs = walk.attrs.get(i, {})
+        columns[name] = tuple(SourceField(rel, col, "DIRECT", st, ", ".join(sorted(d)))
+                              for (rel, col), (st, d) in sorted(srcs.items(), key=lambda kv: (kv[0], DIRECT_SUBTYPES.index(kv[1][0]))))
+    dataset = tuple(SourceField(rel, col, "INDIRECT", st) for rel, col, st in sorted(walk.indirect))
+    return columns, dataset, tuple(walk.opaque)
