@@ -34,7 +34,7 @@ from lipspark.capture.plan import analyzed, expression_tree, node_name
 from lipspark.vocabulary.columns import is_hidden
 from lipspark.vocabulary.lineage import DIRECT_SUBTYPES, SourceField, compose
 
-__all__ = ["column_lineage", "normalize_path"]
+__all__ = ["column_lineage", "leaf_ids", "normalize_path"]
 
 #: (relation dir, column) → (DIRECT subtype, descriptions)
 _Sources = dict[tuple[str, str], tuple[str, frozenset[str]]]
@@ -56,11 +56,32 @@ def normalize_path(path: str) -> str:
     return os.path.normpath(path)
 
 
-def _leaf_paths(top: Any) -> list[list[str] | None]:
-    """The root paths each leaf of the plan scans, in pre-order (``None``: not a file scan)."""
-    leaves = top.collectLeaves()
-    out: list[list[str] | None] = []
-    for i in range(leaves.size()):
+def leaf_ids(df: DataFrame) -> list[int]:
+    """The exprIds of the columns a DataFrame that scans one relation reads (its plan's leaf):
+    :func:`column_lineage` knows such a leaf without asking the JVM for its files."""
+    return [int(n["exprId"]["id"]) for n in _leaf_attributes(json.loads(analyzed(df).toJSON()))]
+
+
+def _leaf_attributes(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    leaves = [n for n in nodes if int(n.get("num-children", 0)) == 0]
+    out = leaves[0].get("output") if len(leaves) == 1 else None
+    return [e[0] for e in out or [] if isinstance(e, list) and e and "exprId" in e[0]]
+
+
+def _leaf_paths(top: Any, nodes: list[dict[str, Any]], known: Mapping[int, str]) -> list[list[str] | str | None]:
+    """What each leaf of the plan scans, in pre-order: the name of a relation whose columns'
+    exprIds are ``known``, else the root paths of its files, asked of the JVM (a relation read
+    twice in a self join gets new exprIds), ``None`` if it is not a file scan."""
+    out: list[list[str] | str | None] = []
+    leaves = None
+    for i, raw in enumerate(n for n in nodes if int(n.get("num-children", 0)) == 0):
+        ids = [int(e[0]["exprId"]["id"]) for e in raw.get("output") or [] if isinstance(e, list) and e and "exprId" in e[0]]
+        name = next((known[x] for x in ids if x in known), None)
+        if name is not None:
+            out.append(name)
+            continue
+        if leaves is None:
+            leaves = top.collectLeaves()
         leaf = leaves.apply(i)
         try:
             paths = str(leaf.relation().location().rootPaths().mkString("\n")) if node_name(leaf) == "LogicalRelation" else None
@@ -139,7 +160,7 @@ class _Walk:
                 self.indirect[(rel, col, subtype)] = None
 
     # -------------------------------------------------------------- plan nodes
-    def run(self, nodes: list[dict[str, Any]], paths: list[list[str] | None]) -> list[tuple[int, str]]:
+    def run(self, nodes: list[dict[str, Any]], paths: list[list[str] | str | None]) -> list[tuple[int, str]]:
         leaf_paths = iter(paths)
         pos = 0
 
@@ -152,11 +173,11 @@ class _Walk:
 
         return visit()
 
-    def _node(self, cls: str, raw: dict[str, Any], kids: list[list[tuple[int, str]]], paths: list[str] | None) -> list[tuple[int, str]]:
+    def _node(self, cls: str, raw: dict[str, Any], kids: list[list[tuple[int, str]]], paths: list[str] | str | None) -> list[tuple[int, str]]:
         f = self._exprs
         if not kids:  # a leaf: a scan of a stored relation, or something lineage cannot see through
             out = [(self._expr_id(a) or -1, str(a.fields.get("name"))) for a in f(raw.get("output"))]
-            rel = next((self.sources[p] for p in paths or () if p in self.sources), None)
+            rel = paths if isinstance(paths, str) else next((self.sources[p] for p in paths or () if p in self.sources), None)
             if rel is None:
                 if out and cls not in ("OneRowRelation",):
                     self.opaque[f"{cls} ({', '.join(n for _, n in out if not is_hidden(n))})"] = None
@@ -224,13 +245,15 @@ def _merge(out: _Sources, key: tuple[str, str], subtype: str, desc: frozenset[st
         out[key] = (subtype, desc)
 
 
-def column_lineage(df: DataFrame, sources: Mapping[str, str]) -> tuple[dict[str, tuple[SourceField, ...]], tuple[SourceField, ...], tuple[str, ...]]:
+def column_lineage(df: DataFrame, sources: Mapping[str, str], known: Mapping[int, str] | None = None) -> tuple[dict[str, tuple[SourceField, ...]], tuple[SourceField, ...], tuple[str, ...]]:
     """The column lineage of ``df``: for each of its visible columns the fields it is copied or
     computed from (DIRECT), the fields that decided which rows it has (INDIRECT), and the leaves
     the walk could not see through.
 
     ``sources`` maps the directory of each stored relation the module read (absolute, as Spark
-    scans it) to the name lineage gives it (its store-relative directory).
+    scans it) to the name lineage gives it (its store-relative directory); ``known`` maps the
+    exprIds of the columns of the scans the module was given (:func:`leaf_ids`) to that name,
+    which spares asking the JVM for their files.
 
     >>> from lipspark.session import get_spark
     >>> import tempfile, os
@@ -248,7 +271,8 @@ def column_lineage(df: DataFrame, sources: Mapping[str, str]) -> tuple[dict[str,
     """
     top = analyzed(df)
     walk = _Walk(sources)
-    out = walk.run(json.loads(top.toJSON()), _leaf_paths(top))
+    nodes = json.loads(top.toJSON())
+    out = walk.run(nodes, _leaf_paths(top, nodes, known or {}))
     columns: dict[str, tuple[SourceField, ...]] = {}
     for i, name in out:
         if is_hidden(name) or name in columns:

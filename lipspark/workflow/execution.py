@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark.capture.builder import GraphBuilder
-from lipspark.capture.lineage import column_lineage
+from lipspark.capture.lineage import column_lineage, leaf_ids
 from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
 from lipspark.errors import WorkflowError
@@ -73,6 +73,8 @@ class _Invocation:
     tracker: Tracker | None
     #: what the invocation read: absolute directory → (store-relative directory, role i/s, relation)
     reads: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: the exprIds of the columns of those scans → store-relative directory (lipspark.capture.lineage)
+    read_ids: dict[int, str] = field(default_factory=dict)
 
 
 class Executor:
@@ -91,17 +93,20 @@ class Executor:
         self._trackers: list[Tracker] = []
         #: the column lineage of every relation the current execution wrote (lineage.json)
         self._lineage: list[RelationLineage] = []
+        self._written: dict[str, Any] = {}
         #: seconds spent computing it, for benchmarks (docs/benchmarks.md)
         self.lineage_seconds = 0.0
 
     # ------------------------------------------------------------------ relations on disk
     def _writer(self, df: Any, rel_dir: str) -> Callable[[], None]:
-        """The job that writes ``df`` at ``rel_dir`` (planned now, run by the caller)."""
+        """The job that writes ``df`` at ``rel_dir`` (planned now, run by the caller); what it
+        writes, before its layout, is kept for the column lineage (already analyzed)."""
+        self._written[rel_dir] = df.with_annotations() if isinstance(df, AnnotatedFrame) else df
         if isinstance(df, AnnotatedFrame):
             # Boundary node ids are positions in these files, and after a shuffle neither the
             # partition a row lands in nor its order there is guaranteed to repeat (the crash test
             # saw both change). One sorted file makes positions a function of the data alone.
-            data = df.with_annotations()
+            data = self._written[rel_dir]
             keys = [f.name for f in data.schema.fields if not isinstance(f.dataType, T.MapType)]
             data = data.coalesce(1).sortWithinPartitions(*keys)
         else:
@@ -133,6 +138,7 @@ class Executor:
         """A stored relation as the input (role i) or state (role s) of an invocation."""
         df = read_stored(self.spark, self.store.resolve(desc.dir), desc.files)
         inv.reads[self.store.resolve(desc.dir)] = (desc.dir, "input" if role == "i" else "state", rel.name)
+        inv.read_ids.update(dict.fromkeys(leaf_ids(df), desc.dir))
         if inv.tracker is None:
             return df
         builder, context = inv.tracker.builder, inv.tracker.context
@@ -249,8 +255,8 @@ class Executor:
     def _record_lineage(self, inv: _Invocation, rname: str, frame: Any, rel_dir: str, kind: str) -> None:
         """The column lineage of one relation the invocation wrote: one walk of its plan."""
         start = time.perf_counter()
-        df = frame.with_annotations() if isinstance(frame, AnnotatedFrame) else frame
-        columns, dataset, opaque = column_lineage(df, {path: d for path, (d, _, _) in inv.reads.items()})
+        df = self._written.pop(rel_dir)
+        columns, dataset, opaque = column_lineage(df, {path: d for path, (d, _, _) in inv.reads.items()}, inv.read_ids)
         reads = {d: (role, name) for d, role, name in inv.reads.values()}
         self._lineage.append(RelationLineage(rel_dir, inv.node, inv.module.name, rname, kind, reads, columns, dataset, opaque))
         self.lineage_seconds += time.perf_counter() - start
