@@ -22,6 +22,8 @@ The names a graph offers, and what completes where:
 (['Model'], ['agg', 'dealer1'])
 >>> complete("evaluate c", names), complete("polynomial output Bids ", names)
 (['counting'], ['in', 'of', 'execution', 'expanded'])
+>>> complete("where ", names), complete("where column M", names), complete("where column Model of ", names)[:2]
+(['column'], ['Model'], ['tuple', 'input'])
 """
 from __future__ import annotations
 
@@ -70,6 +72,8 @@ STATEMENTS: tuple[StatementHelp, ...] = (
                   "the provenance in a semiring (minmax(L < L < ...) for ordered levels), or as a probability",
                   "evaluate counting output Bids1 of dealer1 execution 1 given default = 1 without delta"),
     StatementHelp("show", "show SELECTOR", "list the nodes the selector matches", 'show state Cars(Model = "Audi A6") in dealer1 execution 1'),
+    StatementHelp("where", "where column COLUMN of SELECTOR", "the base tuples and columns each node's value of the column was copied or computed from",
+                  "where column UserId of output BestBid of agg execution 1"),
 )
 
 _SELECTORS = ("tuple", "input", "state", "output", "invocation", "node", "token", "value")
@@ -219,8 +223,11 @@ def complete(line: str, names: Names) -> list[str]:
         return _names(w, names.modules)
     if p == "value":
         return _names(w, names.values or sorted({c for cols in names.columns.values() for c in cols}))
+    if head == "where" and len(stmt) <= 3:  # where column COLUMN of
+        return (_keywords(w, ["column"]) if len(stmt) == 1 else
+                _names(w, sorted({c for cols in names.columns.values() for c in cols})) if len(stmt) == 2 else _keywords(w, ["of"]))
     if p in ("in", "of"):
-        if len(stmt) >= 3 and lowered[-3] == "value":
+        if len(stmt) >= 3 and lowered[-3] in ("value", "column"):
             return _keywords(w, _SELECTORS)
         return _names(w, names.modules)
     if p == "execution":

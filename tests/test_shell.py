@@ -38,7 +38,7 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
 
 @pytest.mark.parametrize("line, expected", [
     ("", ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends", "polynomial",
-          "evaluate", "show", "help", "quit", "exit"]),
+          "evaluate", "show", "where", "help", "quit", "exit"]),
     ("de", ["delete", "descendants", "depends"]),
     ("ZOOM", ["ZOOMOUT", "ZOOMIN"]),
     ("zoomout ", ["agg", "dealer1"]),
@@ -67,6 +67,11 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
     ('show token "Ca', []),
     ("show # a comment", []),
     ("zoomout agg,  -- a comment\n", ["agg", "dealer1"]),  # the statement goes on after the comment's line
+    ("where ", ["column"]),
+    ("where column ", ["Amount", "BidId", "CarId", "Model", "UserId"]),  # every column of the graph's relations
+    ("where column CarId ", ["of"]),
+    ("where column CarId of ", ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]),
+    ("where column CarId of output Bids ", ["in", "of", "execution"]),
 ])
 def test_tab_completes_keywords_and_names_where_they_fit(names, line, expected):
     assert complete(line, names) == expected

@@ -389,7 +389,7 @@ class Session:
                 raise QueryError(f"{where}: {err}") from None
             rows += [{**r.to_dict(), "of": d["name"], "of_node": d["id"]} for r in found]
         rows.sort(key=lambda r: (r["of_node"], -1 if r["execution"] is None else r["execution"], r["relation"], r["tuple"], r["column"]))
-        columns = (["of"] if len(targets) > 1 else []) + ["relation", "module", "execution", "tuple", "column", "value", "how"]
+        columns = (["of"] if len(targets) > 1 else []) + ["relation", "module", "execution", "tuple", "column", "value", "how", "description"]
         relations = sorted({r["relation"] for r in rows})
         summary = (f"{len(rows)} base value(s) from {len(relations)} relation(s)" + (f": {', '.join(relations)}" if relations else
                    f"; {stmt.column} is computed from no base column (a constant)") + (" (on a zoomed view: tuples a zoomout hides are not listed)" if self.view.zoom else ""))

@@ -74,11 +74,12 @@ _FRIENDLY = {
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
                "depends", "polynomial", "evaluate", "show"]
+_STATEMENTS.append("where")
 _SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
 _OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
 # Whole groups of expected tokens are described by one phrase, to keep messages short.
 _GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("a statement (" + ", ".join(_STATEMENTS[:-1]) + " or show)",
+    ("a statement (" + ", ".join(_STATEMENTS[:-1]) + f" or {_STATEMENTS[-1]})",
      frozenset(f"'{k}'" for k in _STATEMENTS)),
     ("a selector (" + ", ".join(_SELECTORS[:-1]) + " or value)",
      frozenset(f"'{k}'" for k in _SELECTORS)),

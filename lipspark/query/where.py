@@ -149,6 +149,21 @@ def where_provenance(g: GraphIndex, path: str, node: int, column: str) -> list[W
     tuple and column, in relation, then token order.
 
     ``lipspark query`` runs it as ``where column COLUMN of SELECTOR`` (docs/query-language.md).
+    The ledger workflow of the tests (tests/fixtures/ledger.py), one execution: deposits D1-0
+    (account B, 10) and D1-1 (C, 11) join the initial D0-0 (A, 10), and the ledger sums each
+    account's amounts:
+
+    >>> import tempfile
+    >>> from lipspark.workflow import run
+    >>> store = run("tests/fixtures/ledger.py", graph_dir=tempfile.mkdtemp() + "/ledger", executions=1).store
+    >>> from lipspark.query import Session
+    >>> s = Session(store)
+    >>> (shown,) = s.run('show output Changed(Account = "C") of ledger execution 1')
+    >>> node = shown.rows[0]["id"]
+    >>> [(r.relation, r.tuple, r.column, r.value, r.how) for r in where_provenance(s.view, store, node, "Balance")]
+    [('Deposits', 'Deposits:D1-1', 'Amount', 11, 'AGGREGATION')]
+    >>> [(r["tuple"], r["value"]) for r in s.run('where column Account of output Changed of ledger execution 1')[0].rows]
+    [('Deposits:D1-0', 'B'), ('Deposits:D1-1', 'C')]
     """
     store = _graph_store(path)
     infos = relations_by_dir(store)
