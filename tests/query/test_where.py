@@ -109,3 +109,16 @@ def test_lineage_is_recorded_once_per_written_relation(ledger_runs):
         (seen1, "Account", "GROUP_BY"), (seen1, "Account", "JOIN"), (incoming, "Account", "GROUP_BY"), (incoming, "Account", "JOIN")]
     assert changed["reads"] == {incoming: ["input", "Incoming"], seen1: ["state", "Seen"],
                                 "executions/000001/state/ledger/Balances": ["state", "Balances"]}
+
+
+def test_plain_and_annotated_runs_record_the_same_lineage(ledger_runs):
+    """Provenance off (plain frames, as deferred capture runs modules) and on (annotated frames)
+    write the same lineage.json for every execution: the walk skips the hidden columns."""
+    on, off = ledger_runs
+    for n in (1, 2, 3):
+        docs = []
+        for store in (on, off):
+            with open(os.path.join(store, "executions", f"{n:06d}", "lineage.json")) as fh:
+                docs.append(json.load(fh))
+        assert docs[0] == docs[1]
+        assert len(docs[0]["relations"]) == 5
