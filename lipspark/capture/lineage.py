@@ -38,6 +38,8 @@ __all__ = ["column_lineage", "leaf_ids", "normalize_path"]
 
 #: (relation dir, column) → (DIRECT subtype, descriptions)
 _Sources = dict[tuple[str, str], tuple[str, frozenset[str]]]
+#: an expression's sources, and its fields' (by name) when it is a struct whose fields are known
+_Shape = tuple[_Sources, "dict[str, _Shape] | None"]
 
 _AGGREGATE_NAMES = {"Average": "avg", "CollectList": "collect_list", "CollectSet": "collect_set", "StddevSamp": "stddev",
                     "StddevPop": "stddev_pop", "VarianceSamp": "variance", "VariancePop": "var_pop"}
@@ -97,6 +99,8 @@ class _Walk:
     def __init__(self, sources: Mapping[str, str]) -> None:
         self.sources = {normalize_path(k): v for k, v in sources.items()}
         self.attrs: dict[int, _Sources] = {}
+        #: the fields of struct-valued attributes (a cogroup's bags), where they are known
+        self.fields: dict[int, dict[str, _Shape]] = {}
         self.indirect: dict[tuple[str, str, str], None] = {}
         self.opaque: dict[str, None] = {}
 
@@ -118,24 +122,57 @@ class _Walk:
     def _refs(self, tree: Any, subtype: str, desc: frozenset[str] = frozenset()) -> _Sources:
         """The sources of an expression: those of each column it reads, at least ``subtype``;
         inside an aggregate function, AGGREGATION; a Python UDF names itself."""
+        return self._shape(tree, subtype, desc)[0]
+
+    def _shape(self, node: Any, st: str, ds: frozenset[str]) -> _Shape:
+        """The sources of an expression, and of each field when it is a struct (or an array of
+        structs) whose fields are known: a field taken out of it (``bag[0]["BidId"]`` after a
+        ``cogroup``, whose bags are ``collect_list(struct(...))``) has that field's sources only."""
+        cls = node.cls
+        if cls in ("AttributeReference", "NamedLambdaVariable"):
+            i = self._expr_id(node)
+            i = i if i is not None else -1
+            return _compose(self.attrs.get(i, {}), st, ds), _compose_fields(self.fields.get(i), st, ds)
+        if cls == "GetStructField" and node.children:
+            src, inner = self._shape(node.children[0], st, ds)
+            name = node.fields.get("name")
+            if inner is not None and name in inner:
+                return inner[name]
+            return _compose(src, "TRANSFORMATION", frozenset()), None
+        if cls == "CreateNamedStruct":
+            kids = node.children
+            named = {str(kids[k].fields.get("value")): self._shape(kids[k + 1], st, ds) for k in range(0, len(kids) - 1, 2)}
+            whole: _Sources = {}
+            for src, _ in named.values():
+                for key, (s, d) in src.items():
+                    _merge(whole, key, compose(s, "TRANSFORMATION"), d)
+            return whole, named
+        if cls == "ArrayTransform" and len(node.children) == 2 and node.children[1].cls == "LambdaFunction":
+            arr = self._shape(node.children[0], st, ds)
+            body, *params = node.children[1].children
+            for v in params[:1]:  # the element (a second parameter is the index)
+                i = self._expr_id(v)
+                if i is not None:
+                    self.attrs[i] = arr[0]
+                    if arr[1] is not None:
+                        self.fields[i] = arr[1]
+            return self._shape(body, st, ds)
+        if cls == "AggregateExpression" and node.children:
+            fn = node.children[0].cls
+            st, ds = "AGGREGATION", ds | {_AGGREGATE_NAMES.get(fn, fn.lower())}
+        elif cls in ("PythonUDF", "ScalaUDF"):
+            st, ds = compose(st, "TRANSFORMATION"), ds | {str(node.fields.get("name") or node.fields.get("udfName") or "udf")}
+        elif cls not in ("Alias", "GetArrayItem", "CollectList", "LambdaFunction"):
+            st = compose(st, "TRANSFORMATION")
         out: _Sources = {}
-        stack = [(tree, subtype, desc)]
-        while stack:
-            node, st, ds = stack.pop()
-            if node.cls == "AttributeReference":
-                i = self._expr_id(node)
-                for key, (s, d) in self.attrs.get(i if i is not None else -1, {}).items():
-                    _merge(out, key, compose(s, st), d | ds)
-                continue
-            if node.cls == "AggregateExpression" and node.children:
-                fn = node.children[0].cls
-                st, ds = "AGGREGATION", ds | {_AGGREGATE_NAMES.get(fn, fn.lower())}
-            elif node.cls in ("PythonUDF", "ScalaUDF"):
-                st, ds = compose(st, "TRANSFORMATION"), ds | {str(node.fields.get("name") or node.fields.get("udfName") or "udf")}
-            elif node.cls not in ("Alias",):
-                st = compose(st, "TRANSFORMATION")
-            stack.extend((c, st, ds) for c in node.children)
-        return out
+        fields: dict[str, _Shape] | None = None
+        for c in node.children:
+            src, f = self._shape(c, st, ds)
+            for key, (s, d) in src.items():
+                _merge(out, key, s, d)
+            if f is not None:  # an array item, a coalesce of bags, a collect_list of structs: the fields go through
+                fields = f if fields is None else _merge_fields(fields, f)
+        return out, fields
 
     def _named(self, trees: Iterable[Any], window: bool = False) -> list[tuple[int, str]]:
         """Register the named expressions of a projection/aggregation; their (exprId, name)."""
@@ -147,9 +184,15 @@ class _Walk:
             if t.cls == "Alias" and t.children:
                 child = t.children[0]
                 if child.cls == "AttributeReference":  # a rename: a copy
-                    self.attrs[i] = dict(self.attrs.get(self._expr_id(child) or -1, {}))
+                    j = self._expr_id(child) or -1
+                    self.attrs[i] = dict(self.attrs.get(j, {}))
+                    if j in self.fields:
+                        self.fields[i] = self.fields[j]
                 else:
-                    self.attrs[i] = self._refs(child, "AGGREGATION" if window else "TRANSFORMATION")
+                    src, fields = self._shape(child, "AGGREGATION" if window else "TRANSFORMATION", frozenset())
+                    self.attrs[i] = src
+                    if fields is not None:
+                        self.fields[i] = fields
             out.append((i, str(t.fields.get("name"))))
         return out
 
@@ -234,6 +277,31 @@ class _Walk:
         if named:  # an unknown node that names columns: each from what it reads
             return self._named(named)
         return kids[0] if len(kids) == 1 else [a for k in kids for a in k]
+
+
+def _compose(src: _Sources, st: str, ds: frozenset[str]) -> _Sources:
+    return {key: (compose(s, st), d | ds) for key, (s, d) in src.items()}
+
+
+def _compose_fields(fields: dict[str, _Shape] | None, st: str, ds: frozenset[str]) -> dict[str, _Shape] | None:
+    if fields is None:
+        return None
+    return {k: (_compose(src, st, ds), _compose_fields(f, st, ds)) for k, (src, f) in fields.items()}
+
+
+def _merge_fields(a: dict[str, _Shape], b: dict[str, _Shape]) -> dict[str, _Shape]:
+    """The fields of a value that is one struct or another (a union's, a coalesce's)."""
+    out = dict(a)
+    for k, (src, f) in b.items():
+        if k not in out:
+            out[k] = (src, f)
+            continue
+        merged = dict(out[k][0])
+        for key, (s, d) in src.items():
+            _merge(merged, key, s, d)
+        fa = out[k][1]
+        out[k] = (merged, f if fa is None else fa if f is None else _merge_fields(fa, f))
+    return out
 
 
 def _merge(out: _Sources, key: tuple[str, str], subtype: str, desc: frozenset[str]) -> None:

@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lipspark import Tracker, black_box
+from lipspark import Tracker, black_box, cogroup
 from lipspark.capture.lineage import column_lineage
 
 R_ROWS = ([(1, "a", 10), (2, "a", 20), (3, "b", 30)], "id int, k string, v int")
@@ -64,6 +64,12 @@ CASES = {
         lambda r, s: r.join(s, "k").groupBy("w").agg(F.max(F.col("v") + F.col("n")).alias("m")),
         {"w": [("S", "w", "IDENTITY")], "m": [("R", "v", "AGGREGATION"), ("S", "n", "AGGREGATION")]},
         [("R", "k", "JOIN"), ("S", "k", "JOIN"), ("S", "w", "GROUP_BY")]),
+    # a cogroup's bag is collect_list(struct(id, k, v)): a field taken out of it comes from that column alone;
+    # the key is coalesce(R.k, S.k) of a full outer join of the two groupings
+    "a field out of a cogroup's bag": (
+        lambda r, s: cogroup("k", A=r, B=s).select(F.col("A")[0]["v"].alias("v0"), "k"),
+        {"v0": [("R", "v", "AGGREGATION")], "k": [("R", "k", "TRANSFORMATION"), ("S", "k", "TRANSFORMATION")]},
+        [("R", "k", "GROUP_BY"), ("R", "k", "JOIN"), ("S", "k", "GROUP_BY"), ("S", "k", "JOIN")]),
 }
 
 
