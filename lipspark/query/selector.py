@@ -178,14 +178,20 @@ def _derived_hint(g: GraphIndex, sel: TupleSel) -> str:
     if sel.kind != "tuple":
         return ""
     cand = np.flatnonzero(g.where("relation", [sel.relation]) & ~np.asarray(g.is_v))
-    ops = {int(o) for o in np.asarray(g.op[cand], dtype=np.int64).tolist()} if len(cand) else set()
     kinds: tuple[tuple[TupleKind, Op], ...] = (("state", Op.STATE), ("output", Op.OUTPUT), ("input", Op.INPUT))
-    roles = [r for r, o in kinds if int(o) in ops]
+    ops = np.asarray(g.op[cand], dtype=np.int64)
+    mods = g.column("module", cand)
+    roles: list[TupleKind] = []
+    where: list[str] = []
+    for r, o in kinds:
+        of = sorted({str(m) for m in mods[ops == int(o)].tolist() if isinstance(m, str)})
+        if of:
+            roles.append(r)
+            where.append(f"{r} of {', '.join(of)}")
     if not roles:
         return ""
-    mods = ", ".join(sorted({str(m) for m in g.column("module", cand).tolist() if isinstance(m, str)}))
     alt = TupleSel(roles[0], sel.relation, sel.conditions, sel.module, sel.execution)
-    return (f": {sel.relation} is not a base relation, its rows are derived ({' and '.join(roles)} of {mods}); "
+    return (f": {sel.relation} is not a base relation, its rows are derived ({'; '.join(where)}); "
             f"select them as `{alt}`, or the base tuples they come from (`ancestors {alt}` lists them)")
 
 
