@@ -35,7 +35,7 @@ from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
 from lipspark.query.parser import parse
 from lipspark.query.selector import NoSuchColumn, resolve
-from lipspark.query.text import ROW_LIMIT, changed_by_tuple, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
+from lipspark.query.text import ROW_LIMIT, changed_by_tuple, shown_value, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
 from lipspark.query.trace import subgraph_positions
 from lipspark.query.zoom import zoom_in, zoom_out
 from lipspark.semiring import Expr
@@ -57,23 +57,106 @@ def _plain(v: Any) -> Any:
 
 def node_rows(g: GraphIndex, positions: np.ndarray) -> list[dict[str, Any]]:
     """One dict per node: id, name (what it is, for people: :func:`~lipspark.query.text.node_name`),
-    kind, op, type, label, module, execution, relation, column, tuple, value."""
+    kind, op, type, label, module, invoked_as (the workflow node running the module, when its
+    name differs), execution, relation, column, tuple, value; in a view after a deletion,
+    what_if (what the deletion changed on the node)."""
     pos = np.asarray(positions, dtype=np.int64)
-    cols = {c: g.column(c, pos).tolist() for c in ("id", "kind", "op", "type", "label", "module", "execution", "relation", "column", "tuple", "value")}
+    cols = {c: g.column(c, pos).tolist() for c in ("id", "kind", "op", "type", "label", "module", "node", "execution", "relation", "column", "tuple", "value")}
     rows = []
     for i in range(len(pos)):
         t = cols["tuple"][i]
         row = {"id": int(cols["id"][i]), "name": "", "kind": cols["kind"][i], "op": Op(int(cols["op"][i])).name.lower(),
-               "type": cols["type"][i] or "", "label": cols["label"][i], "module": cols["module"][i], "execution": cols["execution"][i],
+               "type": cols["type"][i] or "", "label": cols["label"][i], "module": cols["module"][i],
+               # the workflow node that ran the module, when it is named otherwise (dealer1_buy runs dealer1)
+               "invoked_as": cols["node"][i] if cols["node"][i] != cols["module"][i] else None, "execution": cols["execution"][i],
                "relation": cols["relation"][i], "column": cols["column"][i], "tuple": json.loads(t) if isinstance(t, str) else None,
                "value": _plain(cols["value"][i]) if cols["kind"][i] == "v" else None}
         row["name"] = node_name(row)
         rows.append(row)
+    if g.what_if:
+        _what_if_column(g, pos, rows)
     return rows
 
 
+def _what_if_column(g: GraphIndex, pos: np.ndarray, rows: list[dict[str, Any]]) -> None:
+    """In a view after a deletion, say on each row what the deletion changed: a v-node's
+    ``captured → what-if`` value, a module boundary tuple's changed columns (``Amount 54723.0 → ?``);
+    ``value`` already reads the what-if value."""
+    changed = np.asarray(list(g.what_if), dtype=np.int64)
+    at = g.lookup(changed)
+    changed, at = changed[at >= 0], at[at >= 0]
+    base = g.base
+    before = {int(i): base.value_at(int(b)) for i, b in zip(changed.tolist(), base.lookup(changed).tolist()) if b >= 0}
+    by_tuple: dict[tuple[Any, ...], list[str]] = {}
+    if len(at):
+        cols = {c: g.column(c, at).tolist() for c in ("op", "module", "execution", "relation", "column", "tuple")}
+        for i, node in enumerate(changed.tolist()):
+            if cols["column"][i] and Op(int(cols["op"][i])).name.lower() in _CARRIED:
+                key = (int(cols["op"][i]), cols["module"][i], cols["execution"][i], cols["relation"][i], cols["tuple"][i])
+                by_tuple.setdefault(key, []).append(f"{cols['column'][i]} {shown_value(_plain(before.get(node)))} → {shown_value(_plain(g.what_if[node]))}")
+    tuples = g.column("tuple", pos).tolist()
+    for row, t in zip(rows, tuples):
+        node = row["id"]
+        if node in g.what_if:
+            row["what_if"] = f"{shown_value(_plain(before.get(node)))} → {shown_value(row['value'])}"
+        elif row["kind"] == "p" and row["op"] in _CARRIED:
+            key = (int(Op[row["op"].upper()]), row["module"], row["execution"], row["relation"], t)
+            if key in by_tuple:
+                row["what_if"] = "; ".join(sorted(set(by_tuple[key])))
+
+
+#: ops of the nodes that carry a value across a module boundary (named by their own tuple)
+_CARRIED = frozenset({"input", "state", "output"})
+#: how far :func:`_feeds` looks downstream for the output or state value a value reaches
+_FEEDS_DEPTH = 64
+
+
+def _nearest_boundary(g: GraphIndex, p: int, downstream: bool) -> np.ndarray:
+    """The boundary v-nodes (input, state, output) nearest to the v-node at ``p``, going down-
+    (its parents) or upstream (its children) through v-nodes, at most :data:`_FEEDS_DEPTH` steps."""
+    seen, frontier = {p}, np.array([p], dtype=np.int64)
+    boundary = [int(Op.OUTPUT), int(Op.STATE), int(Op.INPUT)]
+    for _ in range(_FEEDS_DEPTH):
+        step = g.gather_parents(frontier) if downstream else g.gather_children(frontier)
+        ups = np.unique(np.asarray(step, dtype=np.int64))
+        ups = ups[np.asarray(g.is_v[ups], dtype=bool)] if len(ups) else ups
+        ups = np.asarray([u for u in ups.tolist() if u not in seen], dtype=np.int64)
+        if not len(ups):
+            break
+        seen.update(ups.tolist())
+        found = ups[np.isin(np.asarray(g.op[ups], dtype=np.int64), boundary)]
+        if len(found):
+            return found
+        frontier = ups
+    return np.zeros(0, dtype=np.int64)
+
+
+def _feeds(g: GraphIndex, positions: np.ndarray) -> dict[int, dict[str, Any]]:
+    """For each v-node at ``positions`` inside a module (an aggregate, a black box), the output
+    (else state, else input) value it reaches first going downstream — its relation, column,
+    tuple and name (``feeds``) — or, for a value no module boundary carries on (a Min read only
+    by a filter), the relation and column of the values it is computed from (``reads``: how
+    many). So every changed value of a what-if names a relation and a column."""
+    out: dict[int, dict[str, Any]] = {}
+    rank = {"output": 0, "state": 1, "input": 2}
+    for p in np.asarray(positions, dtype=np.int64).tolist():
+        found = _nearest_boundary(g, p, downstream=True)
+        if len(found):
+            best = min(node_rows(g, found), key=lambda r: (rank[r["op"]], r["id"]))
+            out[p] = {"relation": best["relation"], "column": best["column"], "tuple": best["tuple"], "feeds": best["name"]}
+            continue
+        found = _nearest_boundary(g, p, downstream=False)
+        if len(found):
+            rows = node_rows(g, found)
+            best = min(rows, key=lambda r: (rank[r["op"]], r["id"]))
+            same = [r for r in rows if (r["op"], r["relation"], r["column"]) == (best["op"], best["relation"], best["column"])]
+            out[p] = {"relation": best["relation"], "column": best["column"], "tuple": None,
+                      "reads": f"{best['column']} of {len(same)} {best['op']} {best['relation']} tuple(s)"}
+    return out
+
+
 #: the columns of a node list as text (``name`` is headed ``node``; ``id`` only when asked for)
-_NODE_COLS = ["name", "module", "execution", "value"]
+_NODE_COLS = ["name", "module", "invoked_as", "execution", "value", "what_if"]
 
 
 @dataclass
@@ -131,6 +214,8 @@ class Result:
                 parts.append(table(groups, ["tuple", "module", "execution", "change"], limit=limit))
                 if also:
                     parts.append(also)
+                continue
+            if name == "conditions" and "_changed" in self.extra and not ids:  # named on the "not exact" line
                 continue
             if name == "surviving outputs" and not all_rows:  # counted in the summary; what changed is the news
                 parts.append(f"surviving outputs: {len(rows)} (--all lists them)")
@@ -286,7 +371,7 @@ class Session:
                 missing = [i for i in arg if not view.contains(i)]
                 if missing:
                     raise QueryError(f"cannot zoom in: an earlier delete removed zoomed-out node(s) {missing}; use reset and zoom first")
-                view = delete(view, arg, values=False).view
+                view = delete(view, arg).view  # with its what-if values
         self.view, self._ops = view, ops
 
     def _reset(self, stmt: ast.Reset) -> Result:
@@ -301,23 +386,31 @@ class Session:
         self._pending = lambda: r.view
         self._ops.append(("delete", tuple(int(i) for i in ids)))
         survivors, gone = r.surviving_output_positions, r.removed_output_positions
-        out_cols = ["name", "module", "execution"]
-        values = []
+        out_cols = ["name", "module", "invoked_as", "execution"]
+        values, conditions = [], []
         at = before.lookup(np.array([c.node for c in r.values], dtype=np.int64))
         described = node_rows(before, at) if len(at) else []
-        for c, d in zip(r.values, described):
-            values.append({"node": c.node, "name": d["name"], "label": c.label, "op": d["op"], "module": d["module"], "execution": d["execution"],
-                           "relation": d["relation"], "column": d["column"], "tuple": d["tuple"], "before": _plain(c.before), "after": _plain(c.after)})
-        unknown = any(v["after"] == "unknown" and v["op"] != "condition" for v in values)
+        feeds = _feeds(before, at[[d["op"] not in _CARRIED for d in described]]) if len(at) else {}
+        for c, d, p in zip(r.values, described, at.tolist()):
+            row = {"node": c.node, "name": d["name"], "label": c.label, "op": d["op"], "module": d["module"], "execution": d["execution"],
+                   "relation": d["relation"], "column": d["column"], "tuple": d["tuple"], "before": _plain(c.before), "after": _plain(c.after)}
+            if d["op"] == "condition":
+                conditions.append(row)
+                continue
+            if p in feeds:  # a value inside a module: named by the output or state value it feeds
+                row.update(feeds[p])
+            values.append(row)
+        unknown = any(v["after"] == "unknown" for v in values)
         return Result(
             str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
             summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed"
             + ("\n(? : a value the graph cannot recompute — it passes through a black box)" if unknown else ""),
-            extra={"deleted": [int(i) for i in ids], "removed": [int(i) for i in r.removed_ids],
+            extra={"deleted": [int(i) for i in ids], "removed": [int(i) for i in r.removed_ids], "exact": r.exact and not conditions,
                    "_tables": {"removed outputs": (node_rows(before, gone), out_cols),
                                "changed values": (values, ["name", "module", "execution", "before", "after"]),
+                               "conditions": (conditions, ["name", "module", "execution"]),
                                "surviving outputs": (node_rows(before, survivors), out_cols)},
-                   "_changed": changed_by_tuple(values)},
+                   "_changed": changed_by_tuple(values + conditions)},
         )
 
     # ------------------------------------------------------------------ reading statements
@@ -369,8 +462,8 @@ class Session:
             except SemiringError as err:  # an expansion too large to write
                 raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from None
             rows.append({"node": node, "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
-                         "polynomial": str(expr)})
-        return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "polynomial"])
+                         "value": d["value"], "what_if": d.get("what_if"), "polynomial": str(expr)})
+        return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "value", "what_if", "polynomial"])
 
     def _semiring(self, stmt: ast.Evaluate) -> Semiring[Any] | None:
         """The semiring a statement names (None: probability); minmax/maxmin over its levels."""
