@@ -75,7 +75,7 @@ Change = Literal["appeared", "disappeared", "changed", "rederived"]
 
 _BOUNDARY = {"input": Op.INPUT, "state": Op.STATE, "output": Op.OUTPUT}
 #: the longest term and the most tokens and terms a tuple shows as text (``--all``: every one, whole)
-_TERM_TEXT, _TOKENS_SHOWN, _TERMS_SHOWN = 240, 12, 6
+_TERM_TEXT, _TOKENS_SHOWN, _TERMS_SHOWN = 160, 12, 6
 
 
 @dataclass(frozen=True)
@@ -143,8 +143,10 @@ class ExecutionDiff:
 
     def summary(self) -> str:
         """One line: what was compared, on which columns, and the counts."""
-        on = ", ".join(self.matched_on) or "no column"
-        how = f"matched on {on}" + ("" if self.by_columns else " (the columns without values)")
+        if self.matched_on:
+            how = f"matched on {', '.join(self.matched_on)}" + ("" if self.by_columns else " (the columns without values)")
+        else:
+            how = "no column to match on (every column carries values)"
         counts = ", ".join(f"{n} {k}" for k, n in self.counts().items())
         return f"{self.kind} {self.relation} of {self.module}, execution {self.before} → execution {self.after}, {how}: {counts}"
 
