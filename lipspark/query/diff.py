@@ -18,9 +18,10 @@ execution compared written ``M_<module>[e]`` on both sides, so that the same mod
 invocation in either execution is not a difference (an earlier execution's, reached through
 the state it wrote, keeps its number). A changed or rederived tuple lists the terms, tokens
 (base tuples and invocations) and state tuples read that its lineage has on one side and not
-the other; an appeared or disappeared tuple those of its lineage that the relation's lineage on
-the other side lacks. The diff runs on any view: after a ``zoomout`` the module is one black
-box in the terms; after a ``delete`` the tuples that survive are compared (captured values).
+the other; an appeared or disappeared tuple all its terms, and the tokens and state tuples of
+its lineage that the relation's lineage on the other side lacks. The diff runs on any view:
+after a ``zoomout`` the module is one black box in the terms; after a ``delete`` the tuples
+that survive are compared (captured values).
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
@@ -170,8 +171,8 @@ class ExecutionDiff:
             out.append(f"{t.change}  {self._name(t, ids)}")
             for sign, side, n in (("−", t.only_before, self.before), ("+", t.only_after, self.after)):
                 if side.tokens or side.state:
-                    what = _some(side.tokens, limit is None, "token") + (("; " if side.tokens else "") + "state " + _some(side.state, limit is None, "state tuple") if side.state else "")
-                    out.append(f"  {sign} only in execution {n}: {what}")
+                    parts = ([_some(side.tokens, limit is None)] if side.tokens else []) + (["state " + _some(side.state, limit is None)] if side.state else [])
+                    out.append(f"  {sign} only in execution {n}: " + "; ".join(parts))
             terms = [("−", x) for x in t.only_before.terms] + [("+", x) for x in t.only_after.terms]
             for sign, x in terms if limit is None else terms[:_TERMS_SHOWN]:
                 out.append(f"  {sign} {printable(x) if limit is None else _cut(printable(x))}")
@@ -317,7 +318,7 @@ class _Differ:
         order = {c: i for i, c in enumerate(CHANGES)}
         out.sort(key=lambda t: (order[t.change], _key(t.before if t.before is not None else t.after or {}, match)))
         return ExecutionDiff(self.kind, self.relation, self.module, self.execs[0], self.execs[1], match, value_cols,
-                    self.on is not None, tuple(out), unchanged)
+                             self.on is not None, tuple(out), unchanged)
 
     def _tuples(self, rows: np.ndarray, execution: int) -> dict[str, _Tuple]:
         """The side's tuples by their data (duplicate rows are one tuple), each with its rows'
@@ -373,7 +374,7 @@ class _Differ:
         exprs: list[tuple[str | None, Any]] = [(None, memo[p]) for p in t.rows]
         exprs += [(col, memo[v]) for col, vs in t.values.items() for v in vs]
         renames = self._renames(execution, memo)
-        once = set(renames.values()) | set(self._invocations(memo).values())
+        once = set(renames.values()) | self._names
         terms: Counter[_Term] = Counter()
         found: set[str] = set()
         for col, e in exprs:
@@ -398,19 +399,20 @@ class _Differ:
                     terms[_Term(col, m.factors)] += m.coefficient
         return _Provenance(terms, found, t.rows + [v for vs in t.values.values() for v in vs])
 
-    def _invocations(self, memo: dict[int, Any]) -> dict[int, str]:
-        cached = getattr(self, "_inv", None)
-        if cached is None:
+    def _renames(self, execution: int, memo: dict[int, Any]) -> dict[str, str]:
+        """``M_<module>[<execution>]`` → ``M_<module>[e]`` for the invocations of ``execution``
+        among the nodes ``memo`` has expressions for (made once per execution)."""
+        if not hasattr(self, "_by_execution"):
             g = self.g
             pos = np.array(sorted(memo), dtype=np.int64)
             pos = pos[np.asarray(g.op[pos]) == Op.INVOCATION] if len(pos) else pos
-            cached = self._inv = {p: memo[p].name for p in pos.tolist()}
-            self._inv_exec = dict(zip(pos.tolist(), g.column("execution", pos).tolist()))
-        return cached
-
-    def _renames(self, execution: int, memo: dict[int, Any]) -> dict[str, str]:
-        names = self._invocations(memo)
-        return {n: n[: n.rindex("[")] + "[e]" for p, n in names.items() if self._inv_exec.get(p) == execution and "[" in n}
+            self._names = {memo[p].name for p in pos.tolist()}
+            self._by_execution: dict[int, dict[str, str]] = {}
+            for p, ex in zip(pos.tolist(), g.column("execution", pos).tolist()):
+                n = memo[p].name
+                if ex is not None and "[" in n:
+                    self._by_execution.setdefault(int(ex), {})[n] = n[: n.rindex("[")] + "[e]"
+        return self._by_execution.get(execution, {})
 
     def _state(self, roots: list[int]) -> set[str]:
         """The state tuples the lineage of ``roots`` read: ``Rel(values) in module``."""
@@ -472,7 +474,7 @@ def _ids(nodes: tuple[int, ...], ids: bool) -> str:
     return f"[{', '.join(map(str, nodes))}] " if ids and nodes else ""
 
 
-def _some(items: tuple[str, ...], everything: bool, what: str) -> str:
+def _some(items: tuple[str, ...], everything: bool) -> str:
     shown = items if everything else items[:_TOKENS_SHOWN]
     text = ", ".join(printable(x) for x in shown)
     if len(items) > len(shown):
