@@ -70,6 +70,9 @@ STATEMENTS: tuple[StatementHelp, ...] = (
                   "the provenance in a semiring (minmax(L < L < ...) for ordered levels), or as a probability",
                   "evaluate counting output Bids1 of dealer1 execution 1 given default = 1 without delta"),
     StatementHelp("show", "show SELECTOR", "list the nodes the selector matches", 'show state Cars(Model = "Audi A6") in dealer1 execution 1'),
+    StatementHelp("diff", "diff input|state|output REL[(COLUMN = VALUE, ...)] [of MODULE] execution N, execution M [on COLUMN, ...]",
+                  "the tuples that appeared, disappeared or changed value between two executions, and the provenance that explains each",
+                  "diff output BestBid of agg execution 1, execution 2 on Model"),
 )
 
 _SELECTORS = ("tuple", "input", "state", "output", "invocation", "node", "token", "value")
@@ -231,6 +234,16 @@ def complete(line: str, names: Names) -> list[str]:
         return []  # a number, a label, a literal
     if head in ("zoomout", "zoomin"):
         return _names(w, names.modules) if len(stmt) == 1 or p == "," else []
+    if head == "diff":  # diff KIND REL[(…)] [of MODULE] execution N, execution M [on COLUMN, ...]
+        columns = names.columns.get(_name(stmt[2]), ()) if len(stmt) > 2 else ()
+        if p == "diff":
+            return _keywords(w, ("input", "state", "output"))
+        if p == "on" or (p == "," and "on" in lowered):
+            return _names(w, columns)
+        if p == ",":
+            return _keywords(w, ("execution",))
+        if lowered.count("execution") == 2:
+            return _keywords(w, ("on",)) if "on" not in lowered else []
     if p in ("delete", "subgraph", "ancestors", "descendants", "show", "polynomial", "on") or (head == "evaluate" and len(stmt) == 2):
         return _keywords(w, _SELECTORS)
     if head == "evaluate" and (p == "given" or (p == "," and "given" in lowered)):

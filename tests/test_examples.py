@@ -244,6 +244,11 @@ def unknown_names(stmt: Any, wf: dict[str, Any]) -> list[str]:
             problems.extend(f"module {m!r}" for m in node.modules if m not in wf["modules"])
         elif isinstance(node, ast.InvocationSel) and node.module not in wf["modules"] and node.module not in wf["nodes"]:
             problems.append(f"module {node.module!r}")
+        elif isinstance(node, ast.Diff):
+            visit(ast.TupleSel(node.kind, node.relation, node.conditions, node.module))
+            if node.relation in wf["columns"]:
+                problems.extend(f"column {c!r} of {node.relation}" for c in node.on if c not in wf["columns"][node.relation])
+            return
         elif isinstance(node, ast.TupleSel):
             owners = wf["kinds"][node.kind].get(node.relation)
             module = wf["nodes"].get(node.module, node.module) if node.module not in wf["modules"] else node.module

@@ -38,7 +38,7 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
 
 @pytest.mark.parametrize("line, expected", [
     ("", ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends", "polynomial",
-          "evaluate", "show", "help", "quit", "exit"]),
+          "evaluate", "show", "diff", "help", "quit", "exit"]),
     ("de", ["delete", "descendants", "depends"]),
     ("ZOOM", ["ZOOMOUT", "ZOOMIN"]),
     ("zoomout ", ["agg", "dealer1"]),
@@ -67,6 +67,15 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
     ('show token "Ca', []),
     ("show # a comment", []),
     ("zoomout agg,  -- a comment\n", ["agg", "dealer1"]),  # the statement goes on after the comment's line
+    ("diff ", ["input", "state", "output"]),
+    ("diff output ", ["BestBid", "Bids", "Cars", "Requests"]),
+    ("diff output Bids of ", ["agg", "dealer1"]),
+    ("diff output Bids of dealer1 ", ["execution"]),
+    ("diff output Bids of dealer1 execution 1, ", ["execution"]),
+    ("diff output Bids of dealer1 execution 1, execution ", ["1", "2"]),
+    ("diff state Cars of dealer1 execution 1, execution 2 ", ["on"]),
+    ("diff state Cars of dealer1 execution 1, execution 2 on ", ["CarId", "Model"]),
+    ("diff state Cars of dealer1 execution 1, execution 2 on CarId, M", ["Model"]),
 ])
 def test_tab_completes_keywords_and_names_where_they_fit(names, line, expected):
     assert complete(line, names) == expected

@@ -21,6 +21,7 @@ from __future__ import annotations
 from lipspark.graph.expression import evaluate, expanded, polynomial, provenance_mapping
 from lipspark.graph.index import GraphIndex
 from lipspark.query.deletion import DeletionResult, ValueChange, delete
+from lipspark.query.diff import ExecutionDiff, TupleDiff, diff
 from lipspark.query.engine import Result, Session
 from lipspark.query.parser import parse
 from lipspark.query.selector import resolve
@@ -33,4 +34,5 @@ __all__ = [
     "delete", "DeletionResult", "ValueChange",
     "ancestors", "descendants", "subgraph", "depends",
     "polynomial", "expanded", "evaluate", "provenance_mapping",
+    "diff", "ExecutionDiff", "TupleDiff",
 ]

@@ -48,6 +48,7 @@ __all__ = [
     "Polynomial",
     "Evaluate",
     "Show",
+    "Diff",
     "format_name",
     "format_literal",
 ]
@@ -58,7 +59,7 @@ KEYWORDS: frozenset[str] = frozenset({
     "zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends",
     "on", "polynomial", "expanded", "evaluate", "given", "samples", "seed", "show", "tuple",
     "input", "state", "output", "invocation", "node", "token", "value", "of", "in", "execution",
-    "relation", "default", "true", "false", "null", "without", "delta",
+    "relation", "default", "true", "false", "null", "without", "delta", "diff",
 })
 
 LiteralValue: TypeAlias = str | int | float | bool | None
@@ -397,3 +398,29 @@ class Show(Statement):
 
     def __str__(self) -> str:
         return f"show {self.target}"
+
+
+@dataclass(frozen=True)
+class Diff(Statement):
+    """The tuples of ``kind relation`` of a module that appeared, disappeared or changed from
+    execution ``before`` to ``after``, matched on the columns ``on`` (default: those without
+    v-nodes), with the provenance that explains each (:mod:`lipspark.query.diff`)."""
+
+    kind: TupleKind
+    relation: str
+    before: int
+    after: int
+    conditions: tuple[Condition, ...] = ()
+    module: str | None = None
+    on: tuple[str, ...] = ()
+    #: ``in`` or ``of`` before the module, as written (not part of equality)
+    preposition: Literal["in", "of"] = field(default="of", compare=False, repr=False, kw_only=True)
+
+    def __str__(self) -> str:
+        text = f"diff {self.kind} {format_name(self.relation)}"
+        if self.conditions:
+            text += "(" + ", ".join(map(str, self.conditions)) + ")"
+        if self.module is not None:
+            text += f" {self.preposition} {format_name(self.module)}"
+        text += f" execution {self.before}, execution {self.after}"
+        return text + (f" on {_names(self.on)}" if self.on else "")

@@ -33,6 +33,7 @@ from lipspark.graph.expression import evaluate, expanded, invocation_tokens, pol
 from lipspark.graph.index import GraphIndex
 from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
+from lipspark.query.diff import diff
 from lipspark.query.parser import parse
 from lipspark.query.selector import NoSuchColumn, resolve
 from lipspark.query.text import ROW_LIMIT, changed_by_tuple, shown_value, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
@@ -196,7 +197,9 @@ class Result:
         parts = [printable(self.statement)]
         if self.summary:
             parts.append(self.summary)
-        if "_lineage" in self.extra:
+        if "_lines" in self.extra:  # an answer that lays itself out (a diff)
+            parts += self.extra["_lines"](ids=ids, limit=limit)
+        elif "_lineage" in self.extra:
             for row in self.rows:
                 tokens = row["value"] if isinstance(row["value"], list) else []
                 parts.append(f"{id_prefix(row, ids)}{row['name']}: {len(tokens)} token(s)")
@@ -573,6 +576,19 @@ class Session:
         return mapping, default
 
 
+    def _diff(self, stmt: ast.Diff) -> Result:
+        try:
+            d = diff(self.view, stmt.relation, stmt.before, stmt.after, kind=stmt.kind, module=stmt.module,
+                     conditions=stmt.conditions, on=stmt.on or None)
+        except QueryError as err:
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from None
+        data = d.to_dict()
+        rows = data.pop("tuples")
+        data["relation"] = {"kind": data.pop("kind"), "name": data["relation"], "module": data.pop("module")}
+        data["executions"] = [data.pop("before"), data.pop("after")]
+        return Result(str(stmt), "diff", rows=rows, summary=d.summary(), extra={**data, "_lines": d.lines})
+
+
 #: The handler of each statement type (every statement of :mod:`lipspark.query.ast`).
 _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.ZoomOut: Session._zoomout,
@@ -586,6 +602,7 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.Depends: Session._depends,
     ast.Polynomial: Session._polynomial,
     ast.Evaluate: Session._evaluate,
+    ast.Diff: Session._diff,
 }
 
 

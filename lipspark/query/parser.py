@@ -34,6 +34,7 @@ from lipspark.query.ast import (
     Delete,
     Depends,
     Descendants,
+    Diff,
     Evaluate,
     InvocationSel,
     LiteralValue,
@@ -72,7 +73,7 @@ _FRIENDLY = {
     "$END": _END,
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
-               "depends", "polynomial", "evaluate", "show"]
+               "depends", "polynomial", "evaluate", "diff", "show"]
 _SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
 _OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
 # Whole groups of expected tokens are described by one phrase, to keep messages short.
@@ -319,6 +320,19 @@ class _ToAst(Transformer):
 
     def show(self, meta: Meta, target: Selector) -> Show:
         return Show(target, pos=_pos(meta))
+
+    def diff(self, meta: Meta, kind: str, relation: str, conditions: tuple[Condition, ...] | None,
+             module: tuple[Literal["in", "of"], str] | None, before: int, after: int, on: list[str] | None) -> Diff:
+        if kind == "tuple":
+            raise _syntax_error(self._text, self._source, meta.line, meta.column,
+                                f"diff compares a module's input, state or output tuples, not base tuples: write "
+                                f"`diff output {relation} of MODULE execution {before}, execution {after}` (or input, state)")
+        preposition, name = module or ("of", None)
+        return Diff(kind, relation, before, after, conditions or (), name, tuple(on or ()),  # type: ignore[arg-type]
+                    pos=_pos(meta), preposition=preposition)
+
+    def diff_on(self, meta: Meta, names: list[str]) -> list[str]:
+        return names
 
     def name_list(self, meta: Meta, *names: str) -> list[str]:
         return list(names)

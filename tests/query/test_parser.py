@@ -490,7 +490,7 @@ def test_error_names_the_source():
                          "output, invocation, node, token or value)")),
         ("frobnicate x", 1, 1, ("unexpected 'frobnicate'; expected ';', a statement (zoomout, zoomin, "
                                "reset, delete, subgraph, ancestors, descendants, depends, polynomial, "
-                               "evaluate or show) or the end of the query")),
+                               "evaluate, diff or show) or the end of the query")),
         ("show tuple Cars(CarId = )", 1, 25, ("unexpected ')'; expected a literal (a string, a number, "
                                              "true, false or null)")),
         ("show tuple Cars(CarId 'C2')", 1, 23, ("unexpected \"'C2'\"; expected a comparison operator "
