@@ -60,7 +60,7 @@ _SWEEPS = 2  # barycenter sweeps (forward, backward) per block
 @dataclass(frozen=True)
 class Frame:
     """The box drawn behind the nodes of one module invocation: its module, workflow node and
-    execution (None for nodes outside invocations), its corners in drawing coordinates."""
+    execution, its corners in drawing coordinates."""
 
     module: str | None
     node: str | None
@@ -73,11 +73,10 @@ class Frame:
     @property
     def caption(self) -> str:
         """``dealer1 · execution 1``; the workflow node's name where it differs from the module's
-        (``dealer1_buy · execution 1``: the fill colour is the module's); ``base tuples``
-        outside executions."""
+        (``dealer1_buy · execution 1``: the fill colour is the module's)."""
         what = self.node if self.node is not None else self.module
         if what is None:
-            return "base tuples" if self.execution is None else f"execution {self.execution}"
+            return "" if self.execution is None else f"execution {self.execution}"
         return what if self.execution is None else f"{what} · execution {self.execution}"
 
 
@@ -237,7 +236,9 @@ def _int(v: Any) -> int | None:
     return int(v)
 
 
-_Block = tuple[Optional[int], Optional[int]]  # (execution, invocation id); None: nodes without one
+#: a block: ("inv", execution, invocation id) — one invocation; ("shared", execution, rank) — nodes
+#: outside invocations used by several invocations of one stage; ("rest", execution, 0) — the others
+_Block = tuple[str, Optional[int], float]
 
 
 def layout(g: GraphIndex, positions: np.ndarray, widths: np.ndarray) -> Layout:
@@ -260,23 +261,33 @@ def layout(g: GraphIndex, positions: np.ndarray, widths: np.ndarray) -> Layout:
     execution = [_int(e) for e in g.column("execution", pos).tolist()]
     invocation = [_int(i) for i in g.column("invocation", pos).tolist()]
     ranks = workflow_ranks(g)
-    about: dict[_Block, tuple[str | None, str | None]] = {}  # block → (module, workflow node)
+    about: dict[_Block, tuple[str | None, str | None]] = {}  # invocation block → (module, workflow node)
     for k in range(n):
         if invocation[k] is not None and execution[k] is not None:
-            about.setdefault((execution[k], invocation[k]), (module[k], wf_node[k]))
+            about.setdefault(("inv", execution[k], invocation[k]), (module[k], wf_node[k]))
 
-    def stage_key(block: _Block) -> tuple[int, int, int, int]:
-        e, i = block
+    def stage_key(block: _Block) -> tuple[float, float, float, float]:
+        kind, e, i = block
+        ex = -1 if e is None else e
+        if kind == "shared":  # just before the stage of its first use
+            return (ex, i - 0.5, 0, 0)
         name = about.get(block, (None, None))[1]
         rank, first = ranks.get(name, (-1, 0)) if name is not None else (-1, 0)
-        return (-1 if e is None else e, rank, first, -1 if i is None else i)
+        return (ex, rank, first, i)
 
-    # blocks: the invocations; a node outside one (a base tuple, initial state) joins its first use
-    block_of: list[_Block | None] = [(execution[k], invocation[k]) if (execution[k], invocation[k]) in about else None for k in range(n)]
+    # blocks: the invocations; a node outside one (a base tuple, initial state) joins its use, or
+    # where several invocations of one stage use it, a block of its own just left of them
+    block_of: list[_Block | None] = [("inv", execution[k], invocation[k]) if ("inv", execution[k], invocation[k]) in about else None
+                                     for k in range(n)]
     lv = levels(g, pos)
     for k in sorted((k for k in range(n) if block_of[k] is None), key=lambda k: (-int(lv[k]), int(ids[k]))):
-        used = [b for b in (block_of[c] for c in succs[k]) if b is not None]
-        block_of[k] = min(used, key=stage_key) if used else (execution[k], None)
+        used = sorted({b for b in (block_of[c] for c in succs[k]) if b is not None}, key=stage_key)
+        if not used:
+            block_of[k] = ("rest", execution[k], 0)
+            continue
+        first_stage = stage_key(used[0])[:2]
+        same = [b for b in used if stage_key(b)[:2] == first_stage]
+        block_of[k] = same[0] if len(same) == 1 else ("shared", None if first_stage[0] == -1 else int(first_stage[0]), first_stage[1])
     members: dict[_Block, list[int]] = defaultdict(list)
     for k in range(n):
         members[block_of[k]].append(k)  # type: ignore[index]
@@ -304,7 +315,7 @@ def layout(g: GraphIndex, positions: np.ndarray, widths: np.ndarray) -> Layout:
             col[k] = lvl[i]
 
     # stages (execution, rank) left to right; the blocks of a stage top to bottom
-    stages: dict[tuple[int, int], list[_Block]] = defaultdict(list)
+    stages: dict[tuple[float, float], list[_Block]] = defaultdict(list)
     for block in members:
         key = stage_key(block)
         stages[(key[0], key[1])].append(block)
@@ -314,7 +325,7 @@ def layout(g: GraphIndex, positions: np.ndarray, widths: np.ndarray) -> Layout:
     frames: list[Frame] = []
     spans: dict[int, list[float]] = {}
     left = 0.0
-    previous: int | None = None
+    previous: float | None = None
     for skey in sorted(stages):
         blocks = sorted(stages[skey], key=stage_key)
         if previous is not None:
@@ -326,7 +337,7 @@ def layout(g: GraphIndex, positions: np.ndarray, widths: np.ndarray) -> Layout:
             for k in members[b]:
                 cw[col[k]] = max(cw[col[k]], widths[k])
         centres = left + np.concatenate([[0.0], np.cumsum(cw[:-1] + COLUMN_GAP)]) + cw / 2
-        need = max(len(Frame(*about.get(b, (None, None)), b[0], 0, 0, 0, 0).caption) * CAPTION_CHAR_WIDTH - 2 * _PAD for b in blocks)
+        need = max([len(Frame(*about[b], b[1], 0, 0, 0, 0).caption) * CAPTION_CHAR_WIDTH - 2 * _PAD for b in blocks if b in about], default=0)
         if cw.sum() + COLUMN_GAP * (ncols - 1) < need:  # room for the widest caption
             cw[-1] += need - (cw.sum() + COLUMN_GAP * (ncols - 1))
         heights = [max(np.bincount(col[members[b]])) * ROW for b in blocks]
@@ -335,16 +346,16 @@ def layout(g: GraphIndex, positions: np.ndarray, widths: np.ndarray) -> Layout:
             ks = members[b]
             x[ks] = centres[col[ks]]
             _order_block(ks, col, preds, succs, y, done, top, h, ids)
-            half = widths[ks] / 2
-            fl = float(np.min(x[ks] - half)) - _PAD
-            caption = Frame(*about.get(b, (None, None)), b[0], 0, 0, 0, 0).caption
-            fr = max(float(np.max(x[ks] + half)) + _PAD, fl + len(caption) * CAPTION_CHAR_WIDTH)
-            frames.append(Frame(*about.get(b, (None, None)), b[0], round(fl, 1), round(float(np.min(y[ks])) - _HALF - _PAD, 1),
-                                round(fr, 1), round(float(np.max(y[ks])) + _HALF + _PAD, 1)))
+            if b in about:  # a frame around each invocation
+                half = widths[ks] / 2
+                fl = float(np.min(x[ks] - half)) - _PAD
+                fr = max(float(np.max(x[ks] + half)) + _PAD, fl + len(Frame(*about[b], b[1], 0, 0, 0, 0).caption) * CAPTION_CHAR_WIDTH)
+                frames.append(Frame(*about[b], b[1], round(fl, 1), round(float(np.min(y[ks])) - _HALF - _PAD, 1),
+                                    round(fr, 1), round(float(np.max(y[ks])) + _HALF + _PAD, 1)))
             top += h + _BLOCK_GAP
         right = left + float(cw.sum() + COLUMN_GAP * (ncols - 1))
         if skey[0] >= 0:
-            spans.setdefault(skey[0], [left, right])[1] = right
+            spans.setdefault(int(skey[0]), [left, right])[1] = right
         left = right
     return Layout(np.round(x, 1), np.round(y, 1), tuple(frames), tuple((e, round(a, 1), round(b, 1)) for e, (a, b) in sorted(spans.items())))
 
