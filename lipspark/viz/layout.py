@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -238,7 +238,7 @@ def _int(v: Any) -> int | None:
 
 #: a block: ("inv", execution, invocation id) — one invocation; ("shared", execution, rank) — nodes
 #: outside invocations used by several invocations of one stage; ("rest", execution, 0) — the others
-_Block = tuple[str, Optional[int], float]
+_Block = tuple[str, Optional[int], Optional[float]]  # (an int for an invocation id: no float has 64 bits)
 
 
 def layout(g: GraphIndex, positions: np.ndarray, widths: np.ndarray) -> Layout:
@@ -270,10 +270,10 @@ def layout(g: GraphIndex, positions: np.ndarray, widths: np.ndarray) -> Layout:
         kind, e, i = block
         ex = -1 if e is None else e
         if kind == "shared":  # just before the stage of its first use
-            return (ex, i - 0.5, 0, 0)
+            return (ex, (i or 0) - 0.5, 0, 0)
         name = about.get(block, (None, None))[1]
         rank, first = ranks.get(name, (-1, 0)) if name is not None else (-1, 0)
-        return (ex, rank, first, i)
+        return (ex, rank, first, -1 if i is None else i)
 
     # blocks: the invocations; a node outside one (a base tuple, initial state) joins its use, or
     # where several invocations of one stage use it, a block of its own just left of them

@@ -400,14 +400,19 @@ _SVG = {
 def _legend(info: DrawingInfo, colours: dict[str, tuple[str, str]], with_none: bool) -> str:
     e = html.escape
     rows = [
-        f"<tr><td>{_SVG['p']}</td><td>p-node (provenance: tuple, ·, +, δ, black box)</td></tr>",
-        f"<tr><td>{_SVG['v']}</td><td>v-node (value: constant, ⊗, Count…, black box)</td></tr>",
-        f"<tr><td>{_SVG['m']}</td><td>module invocation <i>[m]</i> (M_module[execution])</td></tr>",
+        f"<tr><td>{_SVG['p']}</td><td>p-node (provenance): a token <code>Cars:C2</code>, <code>·</code>, <code>+</code>, "
+        "<code>δ</code>, a black box</td></tr>",
+        f"<tr><td>{_SVG['v']}</td><td>v-node (value): a constant, <code>⊗</code>, <code>Count=2</code> (function=value), "
+        "a black box <code>calcBid=19500.0</code></td></tr>",
+        f"<tr><td>{_SVG['m']}</td><td>module invocation <i>[m]</i> <code>M_module[execution]</code></td></tr>",
+        "<tr><td><code>[s] R(…)</code></td><td>input, state or output node: type, relation, tuple (<code>R.col=v</code>: a value)</td></tr>",
         f"<tr><td>{_SVG['z']}</td><td>zoomed-out module <i>[z]</i></td></tr>",
         f"<tr><td>{_SVG['e']}</td><td>used by (input → derived node); ×k: used k times</td></tr>",
     ]
     if info.marked:
         rows.append(f"<tr><td>{_SVG['x']}</td><td>removed by the deletion (red dashed border, greyed): {info.marked}</td></tr>")
+        rows.append("<tr><td><code>2→1</code></td><td>a value the deletion changed, before→after (thick border); "
+                    "<code>?</code>: the graph cannot recompute it</td></tr>")
     types = "".join(f"<tr><td><i>[{t}]</i></td><td>{_TYPE_NAMES[t]}</td></tr>" for t in "isomz")
     mods = "".join(f'<tr><td><span class="sw" style="background:{colours[m][0]};border-color:{colours[m][1]}"></span></td>'
                    f"<td>{e(m)}</td></tr>" for m in info.modules)
@@ -417,7 +422,7 @@ def _legend(info: DrawingInfo, colours: dict[str, tuple[str, str]], with_none: b
     counts = f"{info.nodes} nodes, {info.edges} edges" + (f" ({info.edge_multiset} with multiplicity)" if info.edge_multiset != info.edges else "")
     poly = "hover a node for its attributes and polynomial" if info.polynomials else "hover a node for its attributes (polynomials: <code>polynomial node ID</code>)"
     return (f'<div id="lipspark-legend"><details open><summary>{e(info.title)}</summary>'
-            f"<div>{counts}; left to right by execution; {poly}</div>"
+            f"<div>{counts}; one execution per column, its module invocations framed, in workflow order; {poly}</div>"
             f"<table>{''.join(rows)}</table><b>node types</b><table>{types}</table>"
             f"<b>modules</b><table>{mods or '<tr><td>(none)</td></tr>'}</table></details></div>")
 
