@@ -449,11 +449,18 @@ def _finish_page(page: str, legend: str, title: str, frames: str = "") -> str:
 
 
 def _changes(obj: Any) -> dict[int, tuple[Any, Any]]:
-    """Node id → (value before, value after) for the values a deletion being drawn changed."""
+    """Node id → (value before, value after) for the values a deletion being drawn changed, or
+    that the deletions which made a view being drawn changed (its ``what_if`` values)."""
     if isinstance(obj, Result) and obj.kind == "delete" and obj.graph is not None and "deleted" in obj.extra:
         obj = delete(obj.graph, [int(i) for i in obj.extra["deleted"]])  # the same deletion, for its values
     if isinstance(obj, DeletionResult):
         return {int(c.node): (c.before, c.after) for c in obj.values}
+    g = obj.graph if isinstance(obj, Result) else obj
+    if isinstance(g, GraphIndex) and g.what_if:  # a view after a delete: its values are the what-if ones
+        ids = np.fromiter(g.what_if, dtype=np.int64, count=len(g.what_if))
+        at = g.base.lookup(ids)
+        before = g.base.column("value", at[at >= 0])  # the captured values
+        return {int(node): (b, g.what_if[int(node)]) for node, b in zip(ids[at >= 0].tolist(), before.tolist())}
     return {}
 
 

@@ -557,6 +557,19 @@ def test_a_deletion_shows_values_before_and_after(fig: GraphIndex) -> None:
     assert _node(render(fig), "count")["label"] == "Count=2"  # no deletion, no arrow
 
 
+def test_a_view_after_a_deletion_shows_its_what_if_values(fig: GraphIndex) -> None:
+    """What a session shows after the delete (the view, a trace in it) draws the same arrows."""
+    session = Session(fig)
+    session.run('delete tuple Cars(CarId = "C2")')
+    for drawn in (render(session.view), render(delete(fig, [FIG["Cars:C2"]]).view), render(session.run("show node " + str(FIG["count"]))[0])):
+        assert _node(drawn, "count")["label"] == "Count 2→1"
+    drawn = render(session.view)
+    assert _node(drawn, "calcBid")["label"] == "calcBid 19500.0→?"
+    assert "Cars:C2" not in {n["label"] for n in drawn.nodes}  # deleted, so not in the view
+    session.run("reset")
+    assert _node(render(session.view), "count")["label"] == "Count=2"
+
+
 def test_frame_data_cannot_close_the_script() -> None:
     evil = "</script><script>window.__pwned=4</script>&'"
     ctx = {"module": evil, "node": evil, "execution": 1, "invocation": 10}
