@@ -34,7 +34,7 @@ import numpy as np
 from lipspark.graph.expression import token_name
 from lipspark.graph.index import NODE_TYPES, GraphIndex
 from lipspark.query.text import printable
-from lipspark.vocabulary import Op
+from lipspark.vocabulary import UNKNOWN, Op
 
 __all__ = ["LABEL_CHARS", "node_label", "shorten", "shown"]
 
@@ -61,12 +61,12 @@ def shown(v: Any, limit: int = _VALUE_CHARS) -> str:
     >>> shown(19500.0), shown(None), shown("x" * 40)
     ('19500.0', 'null', 'xxxxxxxxxxxxxxx…')
     """
+    if v is UNKNOWN:  # a what-if value the graph cannot recompute (never a data value "unknown")
+        return "?"
     v = _plain(v)
     if v is None:
         return "null"
     s = printable(str(v))
-    if s == "unknown":  # lipspark.query.deletion.UNKNOWN and the engine's plain form of it
-        return "?"
     return s if len(s) <= limit else s[:limit - 1] + "…"
 
 
@@ -117,6 +117,8 @@ def node_label(g: GraphIndex, p: int, row: dict[str, Any], change: tuple[Any, An
             return name
     elif op in (Op.TIMES, Op.PLUS, Op.DELTA, Op.TENSOR):
         return op.label
+    elif op == Op.CONDITION and change is not None:  # its outcome, not a value: say it may differ
+        return f"{label or op.label} ?"
     elif op == Op.CONSTANT:  # its label is its value as captured (``1``, not ``1.0``)
         return (label or shown(value)) if change is None else f"{shown(change[0])}→{shown(change[1])}"
     else:  # aggregates, black boxes, conditions: the function, then the value it has

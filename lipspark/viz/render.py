@@ -63,7 +63,7 @@ from lipspark.query.deletion import DeletionResult, delete
 from lipspark.query.engine import Result
 from lipspark.viz.labels import node_label, shorten
 from lipspark.viz.layout import Layout, _drawn_edges, layout, levels
-from lipspark.vocabulary import Op
+from lipspark.vocabulary import UNKNOWN, Op
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyvis.network import Network
@@ -236,7 +236,7 @@ def _tooltip(g: GraphIndex, p: int, row: dict[str, Any], label: str, polynomial:
     if g.is_v[p] and value is not None:
         lines.append(f"value: {e(_short(str(value), _FIELD_CHARS))}")
     if change is not None:
-        after = "? (the graph cannot recompute it)" if str(change[1]) == "unknown" else str(_plain(change[1]))
+        after = "? (the graph cannot recompute it)" if change[1] is UNKNOWN else str(_plain(change[1]))
         lines.append(f"after the deletion: {e(_short(after, _FIELD_CHARS))}")
     if not with_polynomials:
         lines.append(f"polynomial: use <code>polynomial node {int(g.ids[p])}</code>")

@@ -580,3 +580,15 @@ def test_frame_data_cannot_close_the_script() -> None:
     assert m and not set("<>&'") & set(m.group(1))
     assert json.loads(m.group(1))["frames"][0]["caption"] == evil + " · execution 1"  # the caption is the name, as data
     assert page.count("</script>") == to_html(build([{"id": 1, "kind": "p", "op": "token", "label": "R:a"}], [])).count("</script>")
+
+
+def test_a_data_value_unknown_is_not_a_what_if_unknown_and_a_condition_says_it_may_differ() -> None:
+    from lipspark.viz.labels import node_label
+    from lipspark.vocabulary import UNKNOWN
+    g = build([{"id": 1, "kind": "v", "op": "black_box", "label": "f", "value": "unknown"},
+               {"id": 2, "kind": "v", "op": "condition", "label": "filter (a > 1)"}], [(1, 2)])
+    rows = g.frame().astype(object).to_dict("records")
+    assert node_label(g, 0, rows[0]) == "f=unknown"  # the data says "unknown": shown as data
+    assert node_label(g, 0, rows[0], ("unknown", UNKNOWN)) == "f unknown→?"
+    assert node_label(g, 1, rows[1]) == "filter (a > 1)"
+    assert node_label(g, 1, rows[1], (None, UNKNOWN)) == "filter (a > 1) ?"  # its outcome, not a value
