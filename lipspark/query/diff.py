@@ -21,7 +21,8 @@ the state it wrote, keeps its number). A changed or rederived tuple lists the te
 the other; an appeared or disappeared tuple all its terms, and the tokens and state tuples of
 its lineage that the relation's lineage on the other side lacks. The diff runs on any view:
 after a ``zoomout`` the module is one black box in the terms; after a ``delete`` the tuples
-that survive are compared (captured values).
+that survive are compared, their values the what-if ones (``?`` where the delete cannot
+recompute a value: two unknown values are never taken as equal).
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
@@ -65,7 +66,7 @@ from lipspark.query.selector import resolve
 from lipspark.query.text import ROW_LIMIT, printable
 from lipspark.semiring import AggValue, Expr, ExpandedAggregate, Monomial, expand
 from lipspark.semiring.expr import rename_all, tokens
-from lipspark.vocabulary import Op
+from lipspark.vocabulary import UNKNOWN, Op
 from lipspark.vocabulary.ids import ordinal_of
 
 __all__ = ["diff", "ExecutionDiff", "TupleDiff", "Lineage", "CHANGES", "executions"]
@@ -310,7 +311,8 @@ class _Differ:
                 unchanged += 1
                 continue
             sa, sb = self._state(pa.roots), self._state(pb.roots)
-            values = tuple((c, ta.data.get(c), tb.data.get(c)) for c in columns if c not in match and ta.data.get(c) != tb.data.get(c))
+            values = tuple((c, va, vb) for c in columns if c not in match
+                           for va, vb in [(self._value(ta, c), self._value(tb, c))] if va is UNKNOWN or va != vb)
             out.append(TupleDiff("changed" if change == "changed" else "rederived", ta.data, tb.data,
                                  tuple(int(i) for i in g.ids[ta.rows]), tuple(int(i) for i in g.ids[tb.rows]), values,
                                  Lineage(_sorted_tokens(pa.tokens - pb.tokens), tuple(sorted(sa - sb)), _terms(pa.terms, pb.terms)),
@@ -319,6 +321,18 @@ class _Differ:
         out.sort(key=lambda t: (order[t.change], _key(t.before if t.before is not None else t.after or {}, match)))
         return ExecutionDiff(self.kind, self.relation, self.module, self.execs[0], self.execs[1], match, value_cols,
                              self.on is not None, tuple(out), unchanged)
+
+    def _value(self, t: _Tuple, column: str) -> Any:
+        """A tuple's value in ``column`` in this view: the what-if value a ``delete`` gave its
+        v-node (:data:`~lipspark.vocabulary.UNKNOWN` where it cannot be recomputed), else the
+        captured one."""
+        what_if = self.g.what_if
+        if what_if:
+            for v in t.values.get(column, ()):
+                node = int(self.g.ids[v])
+                if node in what_if:
+                    return what_if[node]
+        return t.data.get(column)
 
     def _tuples(self, rows: np.ndarray, execution: int) -> dict[str, _Tuple]:
         """The side's tuples by their data (duplicate rows are one tuple), each with its rows'
@@ -467,6 +481,8 @@ def _data(data: dict[str, Any]) -> str:
 
 
 def _shown(v: Any) -> str:
+    if v is UNKNOWN:
+        return "?"
     return "null" if v is None else format_literal(v) if isinstance(v, str) else str(v)
 
 

@@ -43,6 +43,7 @@ from lipspark.semiring import Expr
 from lipspark.semiring.evaluate import describe_tokens, missing_tokens
 from lipspark.semiring.semirings import Semiring
 from lipspark.vocabulary import Op
+from lipspark.vocabulary.ids import ordinal_of
 
 __all__ = ["Session", "Result", "node_rows"]
 
@@ -88,22 +89,30 @@ def _what_if_column(g: GraphIndex, pos: np.ndarray, rows: list[dict[str, Any]]) 
     changed, at = changed[at >= 0], at[at >= 0]
     base = g.base
     before = {int(i): base.value_at(int(b)) for i, b in zip(changed.tolist(), base.lookup(changed).tolist()) if b >= 0}
-    by_tuple: dict[tuple[Any, ...], list[str]] = {}
+
+    # a boundary value belongs to the row with its invocation, relation, type and ordinal (as
+    # ``value COL of`` matches them: lipspark.query.selector)
+    def row_keys(positions: np.ndarray) -> list[tuple[Any, ...]]:
+        invs, rels = g.column("invocation", positions).tolist(), g.column("relation", positions).tolist()
+        return [(-1 if inv is None else int(inv), rel, int(g.type_code[p]), int(ordinal_of(int(g.ids[p]))))
+                for inv, rel, p in zip(invs, rels, positions.tolist())]
+
+    by_row: dict[tuple[Any, ...], list[str]] = {}
     if len(at):
-        cols = {c: g.column(c, at).tolist() for c in ("op", "module", "execution", "relation", "column", "tuple")}
-        for i, node in enumerate(changed.tolist()):
+        cols = {c: g.column(c, at).tolist() for c in ("op", "column")}
+        for i, (node, k) in enumerate(zip(changed.tolist(), row_keys(at))):
             if cols["column"][i] and Op(int(cols["op"][i])).name.lower() in _CARRIED:
-                key = (int(cols["op"][i]), cols["module"][i], cols["execution"][i], cols["relation"][i], cols["tuple"][i])
-                by_tuple.setdefault(key, []).append(f"{cols['column'][i]} {shown_value(_plain(before.get(node)))} → {shown_value(_plain(g.what_if[node]))}")
-    tuples = g.column("tuple", pos).tolist()
-    for row, t in zip(rows, tuples):
+                by_row.setdefault(k, []).append(
+                    f"{cols['column'][i]} {shown_value(_plain(before.get(node)))} → {shown_value(_plain(g.what_if[node]))}")
+    keys = row_keys(np.asarray(pos, dtype=np.int64)) if by_row else [()] * len(rows)
+    for row, k in zip(rows, keys):
         node = row["id"]
         if node in g.what_if:
             row["what_if"] = f"{shown_value(_plain(before.get(node)))} → {shown_value(row['value'])}"
-        elif row["kind"] == "p" and row["op"] in _CARRIED:
-            key = (int(Op[row["op"].upper()]), row["module"], row["execution"], row["relation"], t)
-            if key in by_tuple:
-                row["what_if"] = "; ".join(sorted(set(by_tuple[key])))
+        elif by_row and row["kind"] == "p" and row["op"] in _CARRIED:
+            found = by_row.get(k)
+            if found:
+                row["what_if"] = "; ".join(sorted(set(found)))
 
 
 #: ops of the nodes that carry a value across a module boundary (named by their own tuple)

@@ -22,7 +22,7 @@ from lipspark.graph.index import GraphIndex
 from lipspark.query import Session, diff
 from lipspark.query.diff import CHANGES
 from lipspark.query.parser import parse
-from lipspark.vocabulary import Op
+from lipspark.vocabulary import UNKNOWN, Op
 from lipspark.vocabulary.ids import aggregate_ids, member_value_ids, positional, tensor_ids
 from lipspark.workflow import Store
 from tests.query.graphs import Generated, Recorder, dealership
@@ -174,6 +174,32 @@ def test_a_view_zoomed_out_or_after_a_delete(dealer):
     s.run('reset; delete token "Requests:B3"')
     assert [(t.change, (t.before or t.after)["BidId"]) for t in diff(s.view, "Bids", 1, 2, module="dealer1").tuples] == [
         ("appeared", "B2"), ("disappeared", "B1")]
+
+
+def test_after_a_delete_values_are_the_what_if_ones(sales):
+    """Without sale s1, north counts 1 sale in execution 1 (s2), as in execution 2 (s4): the
+    pair stays (its provenance differs) but no value differs any more."""
+    s = Session(sales)
+    s.run('delete token "Sales:s1"')
+    north = next(t for t in diff(s.view, "Total", 1, 2, module="tally").tuples if (t.before or t.after)["Region"] == "north")
+    assert (north.change, north.values) == ("changed", ())
+    assert north.only_before.tokens == ("Sales:s2",) and north.only_after.tokens == ("Sales:s4",)
+    s.run('reset; delete token "Sales:s4"')  # execution 2 loses north's only sale: the group is gone
+    assert [(t.change, (t.before or t.after)["Region"]) for t in diff(s.view, "Total", 1, 2, module="tally").tuples] == [
+        ("appeared", "west"), ("disappeared", "north"), ("disappeared", "south")]
+
+
+def test_an_unknown_what_if_value_is_never_equal_to_another(dealer):
+    """Without car C2, dealer 1's Civic bids (calcBid of the count of Civics) cannot be
+    recomputed in executions 1 and 2: matched on Model, their amounts are ? → ?, not equal."""
+    s = Session(dealer)
+    s.run('delete token "Cars:C2"')
+    d = diff(s.view, "Bids", 1, 2, module="dealer1", on=["Model"])
+    civic = next(t for t in d.tuples if t.change == "changed")
+    assert civic.values == (("BidId", "B1", "B2"), ("UserId", "P1", "P2"), ("Amount", UNKNOWN, UNKNOWN))
+    (r,) = s.run("diff output Bids of dealer1 execution 1, execution 2 on Model")
+    assert 'changed  output Bids(B1, P1, Civic, 19500.0) → (B2, P2, Civic, 19500.0): BidId "B1" → "B2", UserId "P1" → "P2", Amount ? → ?' in r.to_text().splitlines()
+    assert ("Amount", 19500.0, 19500.0) not in diff(dealer, "Bids", 1, 2, module="dealer1", on=["Model"]).tuples[-1].values  # captured: equal
 
 
 # ---------------------------------------------------------------------------------- the statement

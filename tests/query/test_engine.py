@@ -439,3 +439,13 @@ def test_token_and_tuple_selectors_find_quoted_and_null_labels():
         """token 'R:"a,b",c'""": ['R:"a,b",c'], """token 'R:a,"b,c"'""": ['R:a,"b,c"'], 'token "R:null,c"': ["R:null,c"],
         """token 'R:"null",c'""": ['R:"null",c'], 'token "R:x,c#2"': ["R:x,c#2"], "tuple R(s = null)": ["R:null,c"],
         'tuple R(s = "null")': ['R:"null",c'], 'tuple R(s = "a,b")': ['R:"a,b",c']}
+
+
+def test_show_after_a_delete_says_what_changed_on_each_output():
+    """Without car C2 dealer 1's Civic bids (executions 1, 2, 3) have an amount the graph cannot
+    recompute (calcBid is a black box); the Accord bid (B3) read no Civic: unchanged."""
+    s = Session(dealership(executions=3).index)
+    s.run('delete token "Cars:C2"')
+    rows = {row["name"]: row.get("what_if") for row in s.run("show output Bids of dealer1")[0].rows}
+    assert rows == {"output Bids(B1, P1, Civic, 19500.0)": "Amount 19500.0 → ?", "output Bids(B2, P2, Civic, 19500.0)": "Amount 19500.0 → ?",
+                    "output Bids(B3, P3, Accord, 20000.0)": None, "output Bids(B4, P1, Civic, 19500.0)": "Amount 19500.0 → ?"}
