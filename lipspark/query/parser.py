@@ -42,6 +42,7 @@ from lipspark.query.ast import (
     Pos,
     RelationRef,
     Reset,
+    Responsibility,
     Selector,
     Show,
     Statement,
@@ -72,7 +73,7 @@ _FRIENDLY = {
     "$END": _END,
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
-               "depends", "polynomial", "evaluate", "show"]
+               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "show"]
 _SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
 _OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
 # Whole groups of expected tokens are described by one phrase, to keep messages short.
@@ -319,6 +320,21 @@ class _ToAst(Transformer):
 
     def show(self, meta: Meta, target: Selector) -> Show:
         return Show(target, pos=_pos(meta))
+
+    def responsibility(self, meta: Meta, measure: str, target: Selector, over: tuple[str, ...] | None,
+                       given: tuple[Assignment | TupleColumn, ...] | None, samples: int | None,
+                       seed: int | None) -> Responsibility:
+        players = tuple(k for k in ("tuples", "invocations") if k in (over or ("tuples",)))  # in one order
+        return Responsibility(measure, target, players, given or (), samples, seed, pos=_pos(meta))  # type: ignore[arg-type]
+
+    def measure(self, meta: Meta, token: Token) -> str:
+        return token.value.lower()
+
+    def over(self, meta: Meta, *kinds: str) -> tuple[str, ...]:
+        return kinds
+
+    def player_kind(self, meta: Meta, token: Token) -> str:
+        return token.value.lower()
 
     def name_list(self, meta: Meta, *names: str) -> list[str]:
         return list(names)
