@@ -489,7 +489,8 @@ class Session:
                 else:
                     ranked.append(row)
             rows += sorted(ranked, key=lambda row: (-row["value"], row["token"]))  # ties as written, after rounding
-            what = " and ".join({"tuples": "base tuples", "invocations": "invocations"}[k] for k in stmt.players)
+            what = (" and ".join({"tuples": "base tuples", "invocations": "invocations"}[k] for k in stmt.players) if r.players != 1
+                    else " or ".join({"tuples": "base tuple", "invocations": "invocation"}[k] for k in stmt.players))
             how = "exact" if r.samples is None else f"sampled, {r.samples} {'orders' if stmt.measure == 'shapley' else 'worlds'} (value ± stderr)"
             summaries.append(f"{stmt.measure} values of {r.players} {what} for {located(d)}: {how}"
                              + (f"; {zero} of them 0, not listed (--format json lists them)" if zero else ""))

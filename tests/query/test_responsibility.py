@@ -79,6 +79,7 @@ def test_over_invocations_and_both(session):
     assert values(r) == {"M_dealer1[1]": 1.0}
     assert r.rows[0]["name"] == "invocation dealer1" and r.rows[0]["kind"] == "invocation"
     assert "(base tuples present as captured: exogenous)" in r.summary
+    assert r.summary.startswith("shapley values of 1 invocation for output Bids(B1,")
     # B1 ∧ M ∧ (C2 ∨ C3): C2 decisive iff B1 and M came before it and C3 after (2 of 24
     # orders); B1 and M share the rest
     r = run(session, f"shapley {B1} over invocations, tuples")
