@@ -49,6 +49,7 @@ __all__ = [
     "Evaluate",
     "Show",
     "Diff",
+    "Responsibility",
     "format_name",
     "format_literal",
 ]
@@ -60,6 +61,7 @@ KEYWORDS: frozenset[str] = frozenset({
     "on", "polynomial", "expanded", "evaluate", "given", "samples", "seed", "show", "tuple",
     "input", "state", "output", "invocation", "node", "token", "value", "of", "in", "execution",
     "relation", "default", "true", "false", "null", "without", "delta", "diff",
+    "shapley", "banzhaf", "over", "tuples", "invocations",
 })
 
 LiteralValue: TypeAlias = str | int | float | bool | None
@@ -424,3 +426,33 @@ class Diff(Statement):
             text += f" {self.preposition} {format_name(self.module)}"
         text += f" execution {self.before}, execution {self.after}"
         return text + (f" on {_names(self.on)}" if self.on else "")
+
+
+@dataclass(frozen=True)
+class Responsibility(Statement):
+    """The Shapley or Banzhaf value (``measure``) of each player for the existence of the
+    target tuples: the players are their base tuples (``"tuples"``), their module invocations
+    (``"invocations"``) or both; ``given`` fixes tokens present or absent (exogenous).
+
+    >>> print(Responsibility("shapley", TupleSel("output", "BestBid", module="agg"), ("invocations",), seed=3))
+    shapley output BestBid in agg over invocations seed 3
+    """
+
+    measure: Literal["shapley", "banzhaf"]
+    target: Selector
+    players: tuple[Literal["tuples", "invocations"], ...] = ("tuples",)
+    given: tuple[Assignment | TupleColumn, ...] = ()
+    samples: int | None = None
+    seed: int | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.measure} {self.target}"
+        if self.players != ("tuples",):
+            text += " over " + ", ".join(self.players)
+        if self.given:
+            text += " given " + ", ".join(map(str, self.given))
+        if self.samples is not None:
+            text += f" samples {self.samples}"
+        if self.seed is not None:
+            text += f" seed {self.seed}"
+        return text

@@ -217,7 +217,7 @@ class Result:
             if self.extra.get("_of"):
                 parts.append("of " + "; ".join(id_prefix(r, ids) + located(r) for r in self.extra["_of"]))
             first = set(self.extra.get("_first", ()))
-            rows = sorted(self.rows, key=lambda r: reading_order(r, first))
+            rows = self.rows if self.extra.get("_ranked") else sorted(self.rows, key=lambda r: reading_order(r, first))
             parts.append(node_table(rows, self.columns, ids, limit))
         for name, (rows, cols) in self.extra.get("_tables", {}).items():
             if name == "changed values" and "_changed" in self.extra and not ids:  # with ids: every value, as JSON has them
@@ -546,7 +546,67 @@ class Session:
         return Result(str(stmt), "evaluate", rows=rows, summary="probability (independent tokens)",
                       columns=["name", "module", "execution", "value", "method", "samples", "stderr"])
 
-    def _valuation(self, stmt: ast.Evaluate, coerce: Any) -> tuple[dict[str, Any], Any]:
+    def _responsibility(self, stmt: ast.Responsibility) -> Result:
+        """Shapley or Banzhaf values of the players for each target tuple's existence: its base
+        tuples or invocations (or both); the other tokens present as captured (exogenous), unless
+        `given` fixes them present or absent."""
+        from lipspark.semiring import BOOLEAN, banzhaf, shapley, tokens
+
+        where = f"{stmt} (line {stmt.pos.line})"
+        fixed, default = self._valuation(stmt, lambda v, what=None: _coerce(BOOLEAN, v, stmt, what))
+        if default is not _UNSET:
+            raise QueryError(f"{where}: `given default = …` would fix every token, leaving no players; fix tokens by name "
+                             f"(`given tuple REL(…) = true`, `given relation REL = false`, `given invocation M = true`)")
+        g, measure = self.view, shapley if stmt.measure == "shapley" else banzhaf
+        targets = self._resolve(stmt.target)
+        described = node_rows(g, targets)
+        rows: list[dict[str, Any]] = []
+        zeros: list[dict[str, Any]] = []
+        summaries = []
+        for p, d in zip(targets.tolist(), described):
+            node = int(g.ids[p])
+            expr = polynomial(g, node)
+            if g.is_v[p] or not isinstance(expr, Expr):
+                raise QueryError(f"{where}: {d['name']} is a value, not a tuple; {stmt.measure} values say who is responsible for "
+                                 f"a tuple's existence: select the tuple that carries it (e.g. `output REL …`, not `value COL of …`)")
+            invocations = invocation_tokens(g, node)
+            kinds = {"tuples": tokens(expr) - invocations, "invocations": invocations}
+            players = sorted(t for k in stmt.players for t in kinds[k] if t not in fixed)
+            exogenous = {t: True for t in tokens(expr) if t not in fixed and t not in players}
+            try:
+                r = measure(expr, players, {**exogenous, **fixed}, samples=10_000 if stmt.samples is None else stmt.samples,
+                              seed=0 if stmt.seed is None else stmt.seed)  # `samples 0` is an error, not the default
+            except SemiringError as err:
+                raise QueryError(f"{where}: {err}") from err
+            leaves = np.append(g.ancestors(p), p)
+            leaves = leaves[np.isin(np.asarray(g.op)[leaves], (int(Op.TOKEN), int(Op.INVOCATION)))]
+            who = {token_name(g, q): row for q, row in zip(leaves.tolist(), node_rows(g, leaves))}
+            zero, ranked = 0, []
+            for token, value in r.values.items():
+                w = who.get(token, {})
+                row = {"for": located(d), "node": int(g.ids[p]), "token": token, "name": w.get("name", token),
+                       "kind": "invocation" if token in invocations else "tuple", "module": w.get("module"), "execution": w.get("execution"),
+                       "value": float(f"{value:.12g}") if r.stderr is None else value,  # exact up to rounding
+                       "stderr": None if r.stderr is None else r.stderr[token]}
+                if row["value"] == 0:  # a null player (sampled: never decisive), listed in JSON, counted in text
+                    zeros.append(row)
+                    zero += 1
+                else:
+                    ranked.append(row)
+            rows += sorted(ranked, key=lambda row: (-row["value"], row["token"]))  # ties as written, after rounding
+            what = (" and ".join({"tuples": "base tuples", "invocations": "invocations"}[k] for k in stmt.players) if r.players != 1
+                    else " or ".join({"tuples": "base tuple", "invocations": "invocation"}[k] for k in stmt.players))
+            how = "exact" if r.samples is None else f"sampled, {r.samples} {'orders' if stmt.measure == 'shapley' else 'worlds'} (value ± stderr)"
+            summaries.append(f"{stmt.measure} values of {r.players} {what} for {located(d)}: {how}"
+                             + (f"; {zero} of them 0, not listed (--format json lists them)" if zero else ""))
+        others = [k for k in ("tuples", "invocations") if k not in stmt.players]
+        if others:
+            summaries.append(f"({' and '.join('base tuples' if k == 'tuples' else 'invocations' for k in others)} present as captured: exogenous)")
+        columns = (["for"] if len(targets) > 1 else []) + ["name", "module", "execution", "value", "stderr"]
+        return Result(str(stmt), "responsibility", rows=rows, summary="\n".join(summaries), columns=columns,
+                      extra={"_ranked": True, "zero": zeros})
+
+    def _valuation(self, stmt: ast.Evaluate | ast.Responsibility, coerce: Any) -> tuple[dict[str, Any], Any]:
         """Token → value from the statement's ``given`` items, in order (a later one wins), and
         the ``default`` (``_UNSET`` when none is given)."""
         mapping: dict[str, Any] = {}
@@ -612,6 +672,7 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.Polynomial: Session._polynomial,
     ast.Evaluate: Session._evaluate,
     ast.Diff: Session._diff,
+    ast.Responsibility: Session._responsibility,
 }
 
 
@@ -623,7 +684,7 @@ _UNSET: Any = object()
 _LEVELLED = ("minmax", "maxmin")
 
 
-def _coerce(semiring: Semiring[Any] | None, v: Any, stmt: ast.Evaluate, what: str | None = None) -> Any:
+def _coerce(semiring: Semiring[Any] | None, v: Any, stmt: ast.Evaluate | ast.Responsibility, what: str | None = None) -> Any:
     """A value the statement gives a token (``what``: where it comes from, for a column's
     value), as the semiring's element (``semiring`` None: a probability)."""
     where = f"{stmt} (line {stmt.pos.line})" + (f": {what}" if what else "")

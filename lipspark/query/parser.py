@@ -43,6 +43,7 @@ from lipspark.query.ast import (
     Pos,
     RelationRef,
     Reset,
+    Responsibility,
     Selector,
     Show,
     Statement,
@@ -73,7 +74,7 @@ _FRIENDLY = {
     "$END": _END,
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
-               "depends", "polynomial", "evaluate", "diff", "show"]
+               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show"]
 _SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
 _OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
 # Whole groups of expected tokens are described by one phrase, to keep messages short.
@@ -333,6 +334,21 @@ class _ToAst(Transformer):
 
     def diff_on(self, meta: Meta, names: list[str]) -> list[str]:
         return names
+
+    def responsibility(self, meta: Meta, measure: str, target: Selector, over: tuple[str, ...] | None,
+                       given: tuple[Assignment | TupleColumn, ...] | None, samples: int | None,
+                       seed: int | None) -> Responsibility:
+        players = tuple(k for k in ("tuples", "invocations") if k in (over or ("tuples",)))  # in one order
+        return Responsibility(measure, target, players, given or (), samples, seed, pos=_pos(meta))  # type: ignore[arg-type]
+
+    def measure(self, meta: Meta, token: Token) -> str:
+        return token.value.lower()
+
+    def over(self, meta: Meta, *kinds: str) -> tuple[str, ...]:
+        return kinds
+
+    def player_kind(self, meta: Meta, token: Token) -> str:
+        return token.value.lower()
 
     def name_list(self, meta: Meta, *names: str) -> list[str]:
         return list(names)
