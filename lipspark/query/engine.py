@@ -538,7 +538,8 @@ class Session:
                     raise _missing(stmt, "probability", missing)
             try:
                 r = probability(expr, given, default=None if default is _UNSET else default,
-                                samples=stmt.samples or 100_000, seed=stmt.seed or 0)
+                                samples=100_000 if stmt.samples is None else stmt.samples,  # `samples 0` is an error
+                                seed=0 if stmt.seed is None else stmt.seed)
             except SemiringError as err:
                 raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from err
             rows.append({"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],

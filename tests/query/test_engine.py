@@ -449,3 +449,8 @@ def test_show_after_a_delete_says_what_changed_on_each_output():
     rows = {row["name"]: row.get("what_if") for row in s.run("show output Bids of dealer1")[0].rows}
     assert rows == {"output Bids(B1, P1, Civic, 19500.0)": "Amount 19500.0 → ?", "output Bids(B2, P2, Civic, 19500.0)": "Amount 19500.0 → ?",
                     "output Bids(B3, P3, Accord, 20000.0)": None, "output Bids(B4, P1, Civic, 19500.0)": "Amount 19500.0 → ?"}
+
+
+def test_samples_0_is_an_error_not_the_default(session):
+    with pytest.raises(QueryError, match="samples to be an integer >= 1; found int 0"):
+        session.run(f"evaluate probability {B1} given default = 0.5 samples 0")
