@@ -71,7 +71,16 @@ STATEMENTS: tuple[StatementHelp, ...] = (
     StatementHelp("evaluate", "evaluate SEMIRING SELECTOR [given ASSIGNMENT, ...] [without delta] [samples N] [seed N]",
                   "the provenance in a semiring (minmax(L < L < ...) for ordered levels), or as a probability",
                   "evaluate counting output Bids1 of dealer1 execution 1 given default = 1 without delta"),
+    StatementHelp("shapley", "shapley SELECTOR [over tuples|invocations, ...] [given ASSIGNMENT, ...] [samples N] [seed N]",
+                  "each base tuple's (or invocation's) Shapley value for the tuples' existence; exact, else sampled",
+                  "shapley output Bids1 of dealer1 execution 3"),
+    StatementHelp("banzhaf", "banzhaf SELECTOR [over tuples|invocations, ...] [given ASSIGNMENT, ...] [samples N] [seed N]",
+                  "each base tuple's (or invocation's) Banzhaf value for the tuples' existence; exact, else sampled",
+                  "banzhaf output BestBid of agg execution 1 over invocations"),
     StatementHelp("show", "show SELECTOR", "list the nodes the selector matches", 'show state Cars(Model = "Audi A6") in dealer1 execution 1'),
+    StatementHelp("diff", "diff input|state|output REL[(COLUMN = VALUE, ...)] [of MODULE] execution N, execution M [on COLUMN, ...]",
+                  "the tuples that appeared, disappeared or changed value between two executions, and the provenance that explains each",
+                  "diff output BestBid of agg execution 1, execution 2 on Model"),
     StatementHelp("where", "where column COLUMN of SELECTOR", "the base tuples and columns each node's value of the column was copied or computed from",
                   "where column UserId of output BestBid of agg execution 1"),
 )
@@ -238,10 +247,22 @@ def complete(line: str, names: Names) -> list[str]:
         return []  # a number, a label, a literal
     if head in ("zoomout", "zoomin"):
         return _names(w, names.modules) if len(stmt) == 1 or p == "," else []
-    if p in ("delete", "subgraph", "ancestors", "descendants", "show", "polynomial", "on") or (head == "evaluate" and len(stmt) == 2):
+    if head == "diff":  # diff KIND REL[(…)] [of MODULE] execution N, execution M [on COLUMN, ...]
+        columns = names.columns.get(_name(stmt[2]), ()) if len(stmt) > 2 else ()
+        if p == "diff":
+            return _keywords(w, ("input", "state", "output"))
+        if p == "on" or (p == "," and "on" in lowered):
+            return _names(w, columns)
+        if p == ",":
+            return _keywords(w, ("execution",))
+        if lowered.count("execution") == 2:
+            return _keywords(w, ("on",)) if "on" not in lowered else []
+    if p in ("delete", "subgraph", "ancestors", "descendants", "show", "polynomial", "on", "shapley", "banzhaf") or (head == "evaluate" and len(stmt) == 2):
         return _keywords(w, _SELECTORS)
-    if head == "evaluate" and (p == "given" or (p == "," and "given" in lowered)):
-        return _keywords(w, (*_SELECTORS, "relation", "default"))
+    if head in ("shapley", "banzhaf") and (p == "over" or (p == "," and "over" in lowered and "given" not in lowered)):
+        return _keywords(w, ("tuples", "invocations"))
+    if head in ("evaluate", "shapley", "banzhaf") and (p == "given" or (p == "," and "given" in lowered)):
+        return _keywords(w, (*_SELECTORS, "relation", "default") if head == "evaluate" else (*_SELECTORS, "relation"))
     if p == ",":
         return _keywords(w, _SELECTORS) if head in ("delete", "depends") else []
     starts = [i for i, t in enumerate(lowered) if t in _SELECTORS]  # after a selector's relation, module or conditions:
@@ -255,6 +276,8 @@ def complete(line: str, names: Names) -> list[str]:
         follow.append("expanded")
     if head == "evaluate":
         follow += ["given", "without", "samples", "seed"]
+    if head in ("shapley", "banzhaf"):
+        follow += ["over", "given", "samples", "seed"]
     return _keywords(w, follow)
 
 

@@ -229,7 +229,8 @@ def _car_dealership() -> dict[str, Any]:
                 columns.setdefault(rel, set()).update(n for n, _ in parse_schema(ddl))
         for rel in list(m.inputs) + list(m.state):  # base tuples: workflow inputs and initial state
             by_kind["tuple"].setdefault(rel, set()).add(m.name)
-    return {"modules": set(workflow.modules), "kinds": by_kind, "columns": columns}
+    nodes = {n.id: n.module for n in workflow.nodes.values()}  # `in NODE` names the module the node runs
+    return {"modules": set(workflow.modules), "kinds": by_kind, "columns": columns, "nodes": nodes}
 
 
 def unknown_names(stmt: Any, wf: dict[str, Any]) -> list[str]:
@@ -241,13 +242,19 @@ def unknown_names(stmt: Any, wf: dict[str, Any]) -> list[str]:
     def visit(node: Any) -> None:
         if isinstance(node, (ast.ZoomOut, ast.ZoomIn)):
             problems.extend(f"module {m!r}" for m in node.modules if m not in wf["modules"])
-        elif isinstance(node, ast.InvocationSel) and node.module not in wf["modules"]:
+        elif isinstance(node, ast.InvocationSel) and node.module not in wf["modules"] and node.module not in wf["nodes"]:
             problems.append(f"module {node.module!r}")
+        elif isinstance(node, ast.Diff):
+            visit(ast.TupleSel(node.kind, node.relation, node.conditions, node.module))
+            if node.relation in wf["columns"]:
+                problems.extend(f"column {c!r} of {node.relation}" for c in node.on if c not in wf["columns"][node.relation])
+            return
         elif isinstance(node, ast.TupleSel):
             owners = wf["kinds"][node.kind].get(node.relation)
+            module = wf["nodes"].get(node.module, node.module) if node.module not in wf["modules"] else node.module
             if owners is None:
                 problems.append(f"{node.kind} relation {node.relation!r}")
-            elif node.module is not None and node.module not in owners:
+            elif module is not None and module not in owners:
                 problems.append(f"{node.kind} relation {node.relation!r} of module {node.module!r} (it is one of {', '.join(sorted(owners))})")
             else:
                 problems.extend(f"column {c.column!r} of {node.relation}" for c in node.conditions

@@ -38,12 +38,12 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
 
 @pytest.mark.parametrize("line, expected", [
     ("", ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends", "polynomial",
-          "evaluate", "show", "where", "help", "quit", "exit"]),
+          "evaluate", "shapley", "banzhaf", "show", "diff", "where", "help", "quit", "exit"]),
     ("de", ["delete", "descendants", "depends"]),
     ("ZOOM", ["ZOOMOUT", "ZOOMIN"]),
     ("zoomout ", ["agg", "dealer1"]),
     ("zoomout agg, d", ["dealer1"]),
-    ("zoomout agg; sh", ["show"]),  # a new statement after ;
+    ("zoomout agg; sh", ["shapley", "show"]),  # a new statement after ;
     ("show ", ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]),
     ("show state ", ["BestBid", "Bids", "Cars", "Requests"]),
     ("show state ca", ["Cars"]),  # names are case-sensitive; a miss falls back to any case
@@ -64,9 +64,23 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
     ("evaluate boolean ", ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]),
     ("evaluate boolean output Bids given r", ["relation"]),
     ("evaluate boolean output Bids given relation C", ["Cars"]),
+    ("shapley ", ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]),
+    ("banzhaf output Bids in dealer1 execution 1 ", ["over", "given", "samples", "seed"]),
+    ("shapley output Bids over ", ["tuples", "invocations"]),
+    ("shapley output Bids over tuples, i", ["invocations"]),
+    ("shapley output Bids over tuples given ", ["tuple", "input", "state", "output", "invocation", "node", "token", "value", "relation"]),
     ('show token "Ca', []),
     ("show # a comment", []),
     ("zoomout agg,  -- a comment\n", ["agg", "dealer1"]),  # the statement goes on after the comment's line
+    ("diff ", ["input", "state", "output"]),
+    ("diff output ", ["BestBid", "Bids", "Cars", "Requests"]),
+    ("diff output Bids of ", ["agg", "dealer1"]),
+    ("diff output Bids of dealer1 ", ["execution"]),
+    ("diff output Bids of dealer1 execution 1, ", ["execution"]),
+    ("diff output Bids of dealer1 execution 1, execution ", ["1", "2"]),
+    ("diff state Cars of dealer1 execution 1, execution 2 ", ["on"]),
+    ("diff state Cars of dealer1 execution 1, execution 2 on ", ["CarId", "Model"]),
+    ("diff state Cars of dealer1 execution 1, execution 2 on CarId, M", ["Model"]),
     ("where ", ["column"]),
     ("where column ", ["Amount", "BidId", "CarId", "Model", "UserId"]),  # every column of the graph's relations
     ("where column CarId ", ["of"]),

@@ -37,7 +37,7 @@ import numpy as np
 from lipspark.export._files import atomic_open, check_size
 from lipspark.export.prov import _column, _selection, operations
 from lipspark.graph.index import NODE_COLUMNS, GraphIndex
-from lipspark.vocabulary import Op
+from lipspark.vocabulary import UNKNOWN, Op
 
 __all__ = ["graphml_graph", "write_graphml"]
 
@@ -118,6 +118,11 @@ def graphml_graph(graph: GraphIndex, positions: Any = None) -> Any:
     for c in NODE_COLUMNS:
         if c not in ("id", "op"):
             per_attr[c] = {node: v for node, v in zip(ids, _column(graph, c, sel)) if v is not None}
+    # a value a deletion made unknown (a black box over a changed value): no value, what_if="unknown"
+    unknown = [node for node, v in per_attr.get("value", {}).items() if v is UNKNOWN]
+    for node in unknown:
+        del per_attr["value"][node]
+    per_attr["what_if"] = {node: "unknown" for node in unknown}
     per_attr["op"] = {node: Op(int(code)).name.lower() for node, code in zip(ids, graph.op[sel].tolist())}
     per_attr["operation"] = {node: op for node, op in zip(ids, operations(graph, sel)) if op is not None}
     typed = _typed({k: v for k, v in per_attr.items() if v})

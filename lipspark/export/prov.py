@@ -50,7 +50,7 @@ import pandas as pd
 from lipspark.errors import LipsparkError
 from lipspark.export._files import atomic_open, check_size
 from lipspark.graph.index import NODE_TYPES, GraphIndex
-from lipspark.vocabulary import AGGREGATE_OPS, Op
+from lipspark.vocabulary import AGGREGATE_OPS, UNKNOWN, Op
 
 if TYPE_CHECKING:  # pragma: no cover
     from prov.model import ProvDocument
@@ -190,7 +190,7 @@ class _Context:
     def __init__(self, graph: GraphIndex, sel: np.ndarray, ns: Any) -> None:
         self.graph, self.sel, self.ns = graph, sel, ns
         self.q = {k: ns[k] for k in ("kind", "type", "operation", "aggregate", "relation", "module", "node", "execution",
-                                     "invocation", "column", "value", "zoomed", "multiplicity")}
+                                     "invocation", "column", "value", "zoomed", "multiplicity", "whatIf")}
         self.names = {int(p): ns[f"n{int(graph.ids[p])}"] for p in sel.tolist()}
         self.ops = operations(graph, sel)
         self.cols = {c: _column(graph, c, sel) for c in ("label", "relation", "tuple", "module", "node", "execution", "invocation", "column", "value")}
@@ -221,7 +221,9 @@ def _entity_attrs(ctx: _Context, i: int, pos: int) -> list[tuple[Any, Any]]:
     if inv is not None and int(inv) != int(g.ids[pos]):
         attrs.append((q["invocation"], ctx.ns[f"n{int(inv)}"]))
     if g.is_v[pos]:
-        if ctx.cols["value"][i] is not None:
+        if ctx.cols["value"][i] is UNKNOWN:  # a deletion made it unknown (a black box over a changed value)
+            attrs.append((q["whatIf"], "unknown"))
+        elif ctx.cols["value"][i] is not None:
             value = _literal(ctx.cols["value"][i])
             attrs += [(q["value"], value), ("prov:value", value)]
     elif ctx.cols["tuple"][i] is not None:

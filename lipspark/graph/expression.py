@@ -140,9 +140,10 @@ def _v_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, kids: list[int], 
     raise StoreError(f"v-node {int(g.ids[pos])} has operator {Op(op).name.lower()}, which only p-nodes have; the graph is corrupt")
 
 
-def expressions(g: "GraphIndex", root: int) -> dict[int, Any]:
-    """The expression of the node at position ``root`` and of all its ancestors, by position
-    (a :class:`Tensor` for ⊗ nodes)."""
+def expressions(g: "GraphIndex", root: int | np.ndarray) -> dict[int, Any]:
+    """The expression of the node at position ``root`` (or of each of several positions) and of
+    all their ancestors, by position (a :class:`Tensor` for ⊗ nodes): one pass over them, so
+    the parts several roots share are built once."""
     order = g.topological(np.append(g.ancestors(root), root))
     shown = _Shown(g, order)
     memo: dict[int, Any] = {}

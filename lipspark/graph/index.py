@@ -36,8 +36,9 @@ this graph; see :mod:`lipspark.query`). A few conveniences work by node id:
 """
 from __future__ import annotations
 
+import types
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -202,6 +203,10 @@ class GraphIndex:
     #: How Jupyter draws a graph (``_repr_html_``): set by :mod:`lipspark.viz` when it is imported,
     #: so the graph layer does not depend on the drawing layer. ``None``: the text repr.
     html_renderer: ClassVar[Callable[["GraphIndex"], str | None] | None] = None
+
+    #: What-if values (node id → value) a deletion gave this view's v-nodes, read in place of the
+    #: captured ones (``value`` attribute); empty for a captured graph (see lipspark.graph.view).
+    what_if: Mapping[int, Any] = types.MappingProxyType({})
 
     # ------------------------------------------------------------------ construction
     @classmethod

@@ -158,9 +158,13 @@ class ViewAttributes(Attributes):
         isb = pos < v._nb
         if isb.all():
             out[:] = v._base.attrs_source.get(name, v._select(pos))
-            return out
-        out[isb] = v._base.attrs_source.get(name, v._select(pos[isb]))
-        out[~isb] = v._overlay.attrs.get(name, pos[~isb] - v._nb)
+        else:
+            out[isb] = v._base.attrs_source.get(name, v._select(pos[isb]))
+            out[~isb] = v._overlay.attrs.get(name, pos[~isb] - v._nb)
+        if name == "value" and v.what_if and len(pos):  # a deletion's what-if values, in place of the captured ones
+            for i, node in enumerate(np.asarray(v.ids[pos], dtype=np.int64).tolist()):
+                if node in v.what_if:
+                    out[i] = v.what_if[node]
         return out
 
     def where(self, name: str, values: Iterable[Any]) -> np.ndarray:
@@ -190,7 +194,8 @@ class View(GraphIndex):
     """
 
     def __init__(self, base: GraphIndex, hidden: np.ndarray | None, overlay: NodeSet,
-                 edges: tuple[np.ndarray, np.ndarray, np.ndarray], zoom: dict[str, Any] | None = None) -> None:
+                 edges: tuple[np.ndarray, np.ndarray, np.ndarray], zoom: dict[str, Any] | None = None,
+                 what_if: Mapping[int, Any] | None = None) -> None:
         if isinstance(base, View):
             raise StoreError("a view's base is a captured graph, not another view")
         self._base = base
@@ -225,6 +230,8 @@ class View(GraphIndex):
         self._out = None
         self._in_eid = None
         self.zoom = dict(zoom or {})
+        #: the what-if values of the deletions that made this view (node id → value)
+        self.what_if = dict(what_if or {})
         self._with = {}
         self._csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._edge_count: int | None = None
@@ -479,13 +486,16 @@ def ext_positions(g: GraphIndex, positions: np.ndarray) -> np.ndarray:
 
 
 def change(g: GraphIndex, *, remove: np.ndarray | None = None, restore: np.ndarray | None = None, add: NodeSet | None = None,
-           add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, zoom: dict[str, Any] | None = None) -> GraphIndex:
+           add_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, zoom: dict[str, Any] | None = None,
+           what_if: Mapping[int, Any] | None = None) -> GraphIndex:
     """The view of ``g``'s base that is ``g`` without the nodes ``remove`` (a boolean mask over
     ``g``, or positions of ``g``) and their edges, with the hidden base nodes ``restore`` (base
     positions) shown again and the nodes ``add`` added, plus the edges ``add_edges`` =
     (sources, targets, eids) given in *base-extended* positions of ``g``: ``b < len(g.base)``
     is base node ``b``; ``len(g.base) + j`` is the ``j``-th node of ``g``'s overlay followed by
-    ``add``. ``zoom``: the new view's zoom records (``g``'s when None).
+    ``add``. ``zoom``: the new view's zoom records (``g``'s when None). ``what_if``: values
+    (node id → value) that a deletion gave v-nodes, added to ``g``'s; the view's ``value``
+    attribute reads them in place of the captured ones.
 
     The ids of ``add`` must not be those of nodes the view shows (the caller checks: ZoomOut's
     nodes have zoom ids, free by the id layout; searching every block of a store for a missing
@@ -570,6 +580,7 @@ def change(g: GraphIndex, *, remove: np.ndarray | None = None, restore: np.ndarr
         eid.append(np.asarray(add_edges[2], dtype=np.int64))
     edges = (np.concatenate(src), np.concatenate(dst), np.concatenate(eid))
     zoom = dict(g.zoom) if zoom is None else zoom
-    if hidden is None and not len(overlay) and not len(edges[0]) and not zoom:
+    values = {**g.what_if, **(what_if or {})}
+    if hidden is None and not len(overlay) and not len(edges[0]) and not zoom and not values:
         return base
-    return View(base, hidden, overlay, edges, zoom)
+    return View(base, hidden, overlay, edges, zoom, values)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from lipspark.graph.expression import evaluate, expanded, polynomial, provenance_mapping
 from lipspark.graph.index import GraphIndex
 from lipspark.query.deletion import DeletionResult, ValueChange, delete
+from lipspark.query.diff import ExecutionDiff, TupleDiff, diff
 from lipspark.query.engine import Result, Session
 from lipspark.query.parser import parse
 from lipspark.query.selector import resolve
@@ -35,4 +36,5 @@ __all__ = [
     "ancestors", "descendants", "subgraph", "depends",
     "polynomial", "expanded", "evaluate", "provenance_mapping",
     "where_provenance", "trace_column", "WhereRow",
+    "diff", "ExecutionDiff", "TupleDiff",
 ]

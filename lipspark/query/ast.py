@@ -48,6 +48,8 @@ __all__ = [
     "Polynomial",
     "Evaluate",
     "Show",
+    "Diff",
+    "Responsibility",
     "Where",
     "format_name",
     "format_literal",
@@ -59,7 +61,9 @@ KEYWORDS: frozenset[str] = frozenset({
     "zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends",
     "on", "polynomial", "expanded", "evaluate", "given", "samples", "seed", "show", "tuple",
     "input", "state", "output", "invocation", "node", "token", "value", "of", "in", "execution",
-    "relation", "default", "true", "false", "null", "without", "delta", "where", "column",
+    "relation", "default", "true", "false", "null", "without", "delta", "diff",
+    "shapley", "banzhaf", "over", "tuples", "invocations",
+    "where", "column",
 })
 
 LiteralValue: TypeAlias = str | int | float | bool | None
@@ -398,6 +402,62 @@ class Show(Statement):
 
     def __str__(self) -> str:
         return f"show {self.target}"
+
+
+@dataclass(frozen=True)
+class Diff(Statement):
+    """The tuples of ``kind relation`` of a module that appeared, disappeared or changed from
+    execution ``before`` to ``after``, matched on the columns ``on`` (default: those without
+    v-nodes), with the provenance that explains each (:mod:`lipspark.query.diff`)."""
+
+    kind: TupleKind
+    relation: str
+    before: int
+    after: int
+    conditions: tuple[Condition, ...] = ()
+    module: str | None = None
+    on: tuple[str, ...] = ()
+    #: ``in`` or ``of`` before the module, as written (not part of equality)
+    preposition: Literal["in", "of"] = field(default="of", compare=False, repr=False, kw_only=True)
+
+    def __str__(self) -> str:
+        text = f"diff {self.kind} {format_name(self.relation)}"
+        if self.conditions:
+            text += "(" + ", ".join(map(str, self.conditions)) + ")"
+        if self.module is not None:
+            text += f" {self.preposition} {format_name(self.module)}"
+        text += f" execution {self.before}, execution {self.after}"
+        return text + (f" on {_names(self.on)}" if self.on else "")
+
+
+@dataclass(frozen=True)
+class Responsibility(Statement):
+    """The Shapley or Banzhaf value (``measure``) of each player for the existence of the
+    target tuples: the players are their base tuples (``"tuples"``), their module invocations
+    (``"invocations"``) or both; ``given`` fixes tokens present or absent (exogenous).
+
+    >>> print(Responsibility("shapley", TupleSel("output", "BestBid", module="agg"), ("invocations",), seed=3))
+    shapley output BestBid in agg over invocations seed 3
+    """
+
+    measure: Literal["shapley", "banzhaf"]
+    target: Selector
+    players: tuple[Literal["tuples", "invocations"], ...] = ("tuples",)
+    given: tuple[Assignment | TupleColumn, ...] = ()
+    samples: int | None = None
+    seed: int | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.measure} {self.target}"
+        if self.players != ("tuples",):
+            text += " over " + ", ".join(self.players)
+        if self.given:
+            text += " given " + ", ".join(map(str, self.given))
+        if self.samples is not None:
+            text += f" samples {self.samples}"
+        if self.seed is not None:
+            text += f" seed {self.seed}"
+        return text
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import numpy as np
 
 from lipspark.graph.index import GraphIndex
 from lipspark.graph.view import change
-from lipspark.vocabulary import Op, aggregate
+from lipspark.vocabulary import UNKNOWN, Op, aggregate
 from lipspark.vocabulary.ids import aggregate_ids
 
 __all__ = ["delete", "DeletionResult", "ValueChange", "propagate", "recompute", "UNKNOWN"]
@@ -49,15 +49,6 @@ _AGGREGATE[[int(o) for o in Op if o.is_aggregate]] = True
 _BOUNDARY = frozenset(int(o) for o in Op if o.is_boundary)
 
 
-class _Unknown:
-    def __repr__(self) -> str:
-        return "unknown"
-
-    __str__ = __repr__
-
-
-#: The what-if value of a black box whose inputs changed: not recomputable from the graph.
-UNKNOWN: Any = _Unknown()
 
 
 @dataclass(frozen=True)
@@ -101,9 +92,10 @@ class DeletionResult:
 
     @property
     def view(self) -> GraphIndex:
-        """The view without the removed nodes and their edges."""
+        """The view without the removed nodes and their edges, its v-nodes valued as after the
+        deletion (``value`` reads the what-if values; ``view.what_if`` lists them by node id)."""
         if self._view is None:
-            self._view = change(self.graph, remove=np.flatnonzero(self.removed))
+            self._view = change(self.graph, remove=np.flatnonzero(self.removed), what_if={c.node: c.after for c in self.values})
         return self._view
 
 
@@ -211,8 +203,8 @@ def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
             continue
         else:  # a black box downstream of the deletion: its function is not in the graph
             new = UNKNOWN
-        before = g.value_at(pos)
-        if new is UNKNOWN or not _same(before, new):
+        before = g.value_at(pos)  # in a view after an earlier delete: its what-if value
+        if (before is not UNKNOWN or new is not UNKNOWN) and (new is UNKNOWN or not _same(before, new)):
             changed[pos] = new
             out.append(ValueChange(int(g.ids[pos]), g.label(pos), before, new))
     return sorted(out, key=lambda c: c.node)  # listed by node id (the order of positions depends on the blocks)

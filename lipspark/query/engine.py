@@ -33,15 +33,17 @@ from lipspark.graph.expression import evaluate, expanded, invocation_tokens, pol
 from lipspark.graph.index import GraphIndex
 from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
+from lipspark.query.diff import diff
 from lipspark.query.parser import parse
 from lipspark.query.selector import NoSuchColumn, resolve
-from lipspark.query.text import ROW_LIMIT, changed_by_tuple, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
+from lipspark.query.text import ROW_LIMIT, changed_by_tuple, shown_value, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
 from lipspark.query.trace import subgraph_positions
 from lipspark.query.zoom import zoom_in, zoom_out
 from lipspark.semiring import Expr
 from lipspark.semiring.evaluate import describe_tokens, missing_tokens
 from lipspark.semiring.semirings import Semiring
 from lipspark.vocabulary import Op
+from lipspark.vocabulary.ids import ordinal_of
 
 __all__ = ["Session", "Result", "node_rows"]
 
@@ -57,23 +59,114 @@ def _plain(v: Any) -> Any:
 
 def node_rows(g: GraphIndex, positions: np.ndarray) -> list[dict[str, Any]]:
     """One dict per node: id, name (what it is, for people: :func:`~lipspark.query.text.node_name`),
-    kind, op, type, label, module, execution, relation, column, tuple, value."""
+    kind, op, type, label, module, invoked_as (the workflow node running the module, when its
+    name differs), execution, relation, column, tuple, value; in a view after a deletion,
+    what_if (what the deletion changed on the node)."""
     pos = np.asarray(positions, dtype=np.int64)
-    cols = {c: g.column(c, pos).tolist() for c in ("id", "kind", "op", "type", "label", "module", "execution", "relation", "column", "tuple", "value")}
+    cols = {c: g.column(c, pos).tolist() for c in ("id", "kind", "op", "type", "label", "module", "node", "execution", "relation", "column", "tuple", "value")}
     rows = []
     for i in range(len(pos)):
         t = cols["tuple"][i]
         row = {"id": int(cols["id"][i]), "name": "", "kind": cols["kind"][i], "op": Op(int(cols["op"][i])).name.lower(),
-               "type": cols["type"][i] or "", "label": cols["label"][i], "module": cols["module"][i], "execution": cols["execution"][i],
+               "type": cols["type"][i] or "", "label": cols["label"][i], "module": cols["module"][i],
+               # the workflow node that ran the module, when it is named otherwise (dealer1_buy runs dealer1)
+               "invoked_as": cols["node"][i] if cols["node"][i] != cols["module"][i] else None, "execution": cols["execution"][i],
                "relation": cols["relation"][i], "column": cols["column"][i], "tuple": json.loads(t) if isinstance(t, str) else None,
                "value": _plain(cols["value"][i]) if cols["kind"][i] == "v" else None}
         row["name"] = node_name(row)
         rows.append(row)
+    if g.what_if:
+        _what_if_column(g, pos, rows)
     return rows
 
 
+def _what_if_column(g: GraphIndex, pos: np.ndarray, rows: list[dict[str, Any]]) -> None:
+    """In a view after a deletion, say on each row what the deletion changed: a v-node's
+    ``captured → what-if`` value, a module boundary tuple's changed columns (``Amount 54723.0 → ?``);
+    ``value`` already reads the what-if value."""
+    changed = np.asarray(list(g.what_if), dtype=np.int64)
+    at = g.lookup(changed)
+    changed, at = changed[at >= 0], at[at >= 0]
+    base = g.base
+    before = {int(i): base.value_at(int(b)) for i, b in zip(changed.tolist(), base.lookup(changed).tolist()) if b >= 0}
+
+    # a boundary value belongs to the row with its invocation, relation, type and ordinal (as
+    # ``value COL of`` matches them: lipspark.query.selector)
+    def row_keys(positions: np.ndarray) -> list[tuple[Any, ...]]:
+        invs, rels = g.column("invocation", positions).tolist(), g.column("relation", positions).tolist()
+        return [(-1 if inv is None else int(inv), rel, int(g.type_code[p]), int(ordinal_of(int(g.ids[p]))))
+                for inv, rel, p in zip(invs, rels, positions.tolist())]
+
+    by_row: dict[tuple[Any, ...], list[str]] = {}
+    if len(at):
+        cols = {c: g.column(c, at).tolist() for c in ("op", "column")}
+        for i, (node, k) in enumerate(zip(changed.tolist(), row_keys(at))):
+            if cols["column"][i] and Op(int(cols["op"][i])).name.lower() in _CARRIED:
+                by_row.setdefault(k, []).append(
+                    f"{cols['column'][i]} {shown_value(_plain(before.get(node)))} → {shown_value(_plain(g.what_if[node]))}")
+    keys = row_keys(np.asarray(pos, dtype=np.int64)) if by_row else [()] * len(rows)
+    for row, k in zip(rows, keys):
+        node = row["id"]
+        if node in g.what_if:
+            row["what_if"] = f"{shown_value(_plain(before.get(node)))} → {shown_value(row['value'])}"
+        elif by_row and row["kind"] == "p" and row["op"] in _CARRIED:
+            found = by_row.get(k)
+            if found:
+                row["what_if"] = "; ".join(sorted(set(found)))
+
+
+#: ops of the nodes that carry a value across a module boundary (named by their own tuple)
+_CARRIED = frozenset({"input", "state", "output"})
+#: how far :func:`_feeds` looks downstream for the output or state value a value reaches
+_FEEDS_DEPTH = 64
+
+
+def _nearest_boundary(g: GraphIndex, p: int, downstream: bool) -> np.ndarray:
+    """The boundary v-nodes (input, state, output) nearest to the v-node at ``p``, going down-
+    (its parents) or upstream (its children) through v-nodes, at most :data:`_FEEDS_DEPTH` steps."""
+    seen, frontier = {p}, np.array([p], dtype=np.int64)
+    boundary = [int(Op.OUTPUT), int(Op.STATE), int(Op.INPUT)]
+    for _ in range(_FEEDS_DEPTH):
+        step = g.gather_parents(frontier) if downstream else g.gather_children(frontier)
+        ups = np.unique(np.asarray(step, dtype=np.int64))
+        ups = ups[np.asarray(g.is_v[ups], dtype=bool)] if len(ups) else ups
+        ups = np.asarray([u for u in ups.tolist() if u not in seen], dtype=np.int64)
+        if not len(ups):
+            break
+        seen.update(ups.tolist())
+        found = ups[np.isin(np.asarray(g.op[ups], dtype=np.int64), boundary)]
+        if len(found):
+            return found
+        frontier = ups
+    return np.zeros(0, dtype=np.int64)
+
+
+def _feeds(g: GraphIndex, positions: np.ndarray) -> dict[int, dict[str, Any]]:
+    """For each v-node at ``positions`` inside a module (an aggregate, a black box), the output
+    (else state, else input) value it reaches first going downstream — its relation, column,
+    tuple and name (``feeds``) — or, for a value no module boundary carries on (a Min read only
+    by a filter), the relation and column of the values it is computed from (``reads``: how
+    many). So every changed value of a what-if names a relation and a column."""
+    out: dict[int, dict[str, Any]] = {}
+    rank = {"output": 0, "state": 1, "input": 2}
+    for p in np.asarray(positions, dtype=np.int64).tolist():
+        found = _nearest_boundary(g, p, downstream=True)
+        if len(found):
+            best = min(node_rows(g, found), key=lambda r: (rank[r["op"]], r["id"]))
+            out[p] = {"relation": best["relation"], "column": best["column"], "tuple": best["tuple"], "feeds": best["name"]}
+            continue
+        found = _nearest_boundary(g, p, downstream=False)
+        if len(found):
+            rows = node_rows(g, found)
+            best = min(rows, key=lambda r: (rank[r["op"]], r["id"]))
+            same = [r for r in rows if (r["op"], r["relation"], r["column"]) == (best["op"], best["relation"], best["column"])]
+            out[p] = {"relation": best["relation"], "column": best["column"], "tuple": None,
+                      "reads": f"{best['column']} of {len(same)} {best['op']} {best['relation']} tuple(s)"}
+    return out
+
+
 #: the columns of a node list as text (``name`` is headed ``node``; ``id`` only when asked for)
-_NODE_COLS = ["name", "module", "execution", "value"]
+_NODE_COLS = ["name", "module", "invoked_as", "execution", "value", "what_if"]
 
 
 @dataclass
@@ -113,7 +206,9 @@ class Result:
         parts = [printable(self.statement)]
         if self.summary:
             parts.append(self.summary)
-        if "_lineage" in self.extra:
+        if "_lines" in self.extra:  # an answer that lays itself out (a diff)
+            parts += self.extra["_lines"](ids=ids, limit=limit)
+        elif "_lineage" in self.extra:
             for row in self.rows:
                 tokens = row["value"] if isinstance(row["value"], list) else []
                 parts.append(f"{id_prefix(row, ids)}{row['name']}: {len(tokens)} token(s)")
@@ -122,7 +217,7 @@ class Result:
             if self.extra.get("_of"):
                 parts.append("of " + "; ".join(id_prefix(r, ids) + located(r) for r in self.extra["_of"]))
             first = set(self.extra.get("_first", ()))
-            rows = sorted(self.rows, key=lambda r: reading_order(r, first))
+            rows = self.rows if self.extra.get("_ranked") else sorted(self.rows, key=lambda r: reading_order(r, first))
             parts.append(node_table(rows, self.columns, ids, limit))
         for name, (rows, cols) in self.extra.get("_tables", {}).items():
             if name == "changed values" and "_changed" in self.extra and not ids:  # with ids: every value, as JSON has them
@@ -131,6 +226,8 @@ class Result:
                 parts.append(table(groups, ["tuple", "module", "execution", "change"], limit=limit))
                 if also:
                     parts.append(also)
+                continue
+            if name == "conditions" and "_changed" in self.extra and not ids:  # named on the "not exact" line
                 continue
             if name == "surviving outputs" and not all_rows:  # counted in the summary; what changed is the news
                 parts.append(f"surviving outputs: {len(rows)} (--all lists them)")
@@ -286,7 +383,7 @@ class Session:
                 missing = [i for i in arg if not view.contains(i)]
                 if missing:
                     raise QueryError(f"cannot zoom in: an earlier delete removed zoomed-out node(s) {missing}; use reset and zoom first")
-                view = delete(view, arg, values=False).view
+                view = delete(view, arg).view  # with its what-if values
         self.view, self._ops = view, ops
 
     def _reset(self, stmt: ast.Reset) -> Result:
@@ -301,23 +398,31 @@ class Session:
         self._pending = lambda: r.view
         self._ops.append(("delete", tuple(int(i) for i in ids)))
         survivors, gone = r.surviving_output_positions, r.removed_output_positions
-        out_cols = ["name", "module", "execution"]
-        values = []
+        out_cols = ["name", "module", "invoked_as", "execution"]
+        values, conditions = [], []
         at = before.lookup(np.array([c.node for c in r.values], dtype=np.int64))
         described = node_rows(before, at) if len(at) else []
-        for c, d in zip(r.values, described):
-            values.append({"node": c.node, "name": d["name"], "label": c.label, "op": d["op"], "module": d["module"], "execution": d["execution"],
-                           "relation": d["relation"], "column": d["column"], "tuple": d["tuple"], "before": _plain(c.before), "after": _plain(c.after)})
-        unknown = any(v["after"] == "unknown" and v["op"] != "condition" for v in values)
+        feeds = _feeds(before, at[[d["op"] not in _CARRIED for d in described]]) if len(at) else {}
+        for c, d, p in zip(r.values, described, at.tolist()):
+            row = {"node": c.node, "name": d["name"], "label": c.label, "op": d["op"], "module": d["module"], "execution": d["execution"],
+                   "relation": d["relation"], "column": d["column"], "tuple": d["tuple"], "before": _plain(c.before), "after": _plain(c.after)}
+            if d["op"] == "condition":
+                conditions.append(row)
+                continue
+            if p in feeds:  # a value inside a module: named by the output or state value it feeds
+                row.update(feeds[p])
+            values.append(row)
+        unknown = any(v["after"] == "unknown" for v in values)
         return Result(
             str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
             summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed"
             + ("\n(? : a value the graph cannot recompute — it passes through a black box)" if unknown else ""),
-            extra={"deleted": [int(i) for i in ids], "removed": [int(i) for i in r.removed_ids],
+            extra={"deleted": [int(i) for i in ids], "removed": [int(i) for i in r.removed_ids], "exact": r.exact and not conditions,
                    "_tables": {"removed outputs": (node_rows(before, gone), out_cols),
                                "changed values": (values, ["name", "module", "execution", "before", "after"]),
+                               "conditions": (conditions, ["name", "module", "execution"]),
                                "surviving outputs": (node_rows(before, survivors), out_cols)},
-                   "_changed": changed_by_tuple(values)},
+                   "_changed": changed_by_tuple(values + conditions)},
         )
 
     # ------------------------------------------------------------------ reading statements
@@ -369,8 +474,8 @@ class Session:
             except SemiringError as err:  # an expansion too large to write
                 raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from None
             rows.append({"node": node, "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
-                         "polynomial": str(expr)})
-        return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "polynomial"])
+                         "value": d["value"], "what_if": d.get("what_if"), "polynomial": str(expr)})
+        return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "value", "what_if", "polynomial"])
 
     def _where(self, stmt: ast.Where) -> Result:
         from lipspark.errors import StoreError
@@ -456,7 +561,8 @@ class Session:
                     raise _missing(stmt, "probability", missing)
             try:
                 r = probability(expr, given, default=None if default is _UNSET else default,
-                                samples=stmt.samples or 100_000, seed=stmt.seed or 0)
+                                samples=100_000 if stmt.samples is None else stmt.samples,  # `samples 0` is an error
+                                seed=0 if stmt.seed is None else stmt.seed)
             except SemiringError as err:
                 raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from err
             rows.append({"node": int(self.view.ids[p]), "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
@@ -464,7 +570,67 @@ class Session:
         return Result(str(stmt), "evaluate", rows=rows, summary="probability (independent tokens)",
                       columns=["name", "module", "execution", "value", "method", "samples", "stderr"])
 
-    def _valuation(self, stmt: ast.Evaluate, coerce: Any) -> tuple[dict[str, Any], Any]:
+    def _responsibility(self, stmt: ast.Responsibility) -> Result:
+        """Shapley or Banzhaf values of the players for each target tuple's existence: its base
+        tuples or invocations (or both); the other tokens present as captured (exogenous), unless
+        `given` fixes them present or absent."""
+        from lipspark.semiring import BOOLEAN, banzhaf, shapley, tokens
+
+        where = f"{stmt} (line {stmt.pos.line})"
+        fixed, default = self._valuation(stmt, lambda v, what=None: _coerce(BOOLEAN, v, stmt, what))
+        if default is not _UNSET:
+            raise QueryError(f"{where}: `given default = …` would fix every token, leaving no players; fix tokens by name "
+                             f"(`given tuple REL(…) = true`, `given relation REL = false`, `given invocation M = true`)")
+        g, measure = self.view, shapley if stmt.measure == "shapley" else banzhaf
+        targets = self._resolve(stmt.target)
+        described = node_rows(g, targets)
+        rows: list[dict[str, Any]] = []
+        zeros: list[dict[str, Any]] = []
+        summaries = []
+        for p, d in zip(targets.tolist(), described):
+            node = int(g.ids[p])
+            expr = polynomial(g, node)
+            if g.is_v[p] or not isinstance(expr, Expr):
+                raise QueryError(f"{where}: {d['name']} is a value, not a tuple; {stmt.measure} values say who is responsible for "
+                                 f"a tuple's existence: select the tuple that carries it (e.g. `output REL …`, not `value COL of …`)")
+            invocations = invocation_tokens(g, node)
+            kinds = {"tuples": tokens(expr) - invocations, "invocations": invocations}
+            players = sorted(t for k in stmt.players for t in kinds[k] if t not in fixed)
+            exogenous = {t: True for t in tokens(expr) if t not in fixed and t not in players}
+            try:
+                r = measure(expr, players, {**exogenous, **fixed}, samples=10_000 if stmt.samples is None else stmt.samples,
+                              seed=0 if stmt.seed is None else stmt.seed)  # `samples 0` is an error, not the default
+            except SemiringError as err:
+                raise QueryError(f"{where}: {err}") from err
+            leaves = np.append(g.ancestors(p), p)
+            leaves = leaves[np.isin(np.asarray(g.op)[leaves], (int(Op.TOKEN), int(Op.INVOCATION)))]
+            who = {token_name(g, q): row for q, row in zip(leaves.tolist(), node_rows(g, leaves))}
+            zero, ranked = 0, []
+            for token, value in r.values.items():
+                w = who.get(token, {})
+                row = {"for": located(d), "node": int(g.ids[p]), "token": token, "name": w.get("name", token),
+                       "kind": "invocation" if token in invocations else "tuple", "module": w.get("module"), "execution": w.get("execution"),
+                       "value": float(f"{value:.12g}") if r.stderr is None else value,  # exact up to rounding
+                       "stderr": None if r.stderr is None else r.stderr[token]}
+                if row["value"] == 0:  # a null player (sampled: never decisive), listed in JSON, counted in text
+                    zeros.append(row)
+                    zero += 1
+                else:
+                    ranked.append(row)
+            rows += sorted(ranked, key=lambda row: (-row["value"], row["token"]))  # ties as written, after rounding
+            what = (" and ".join({"tuples": "base tuples", "invocations": "invocations"}[k] for k in stmt.players) if r.players != 1
+                    else " or ".join({"tuples": "base tuple", "invocations": "invocation"}[k] for k in stmt.players))
+            how = "exact" if r.samples is None else f"sampled, {r.samples} {'orders' if stmt.measure == 'shapley' else 'worlds'} (value ± stderr)"
+            summaries.append(f"{stmt.measure} values of {r.players} {what} for {located(d)}: {how}"
+                             + (f"; {zero} of them 0, not listed (--format json lists them)" if zero else ""))
+        others = [k for k in ("tuples", "invocations") if k not in stmt.players]
+        if others:
+            summaries.append(f"({' and '.join('base tuples' if k == 'tuples' else 'invocations' for k in others)} present as captured: exogenous)")
+        columns = (["for"] if len(targets) > 1 else []) + ["name", "module", "execution", "value", "stderr"]
+        return Result(str(stmt), "responsibility", rows=rows, summary="\n".join(summaries), columns=columns,
+                      extra={"_ranked": True, "zero": zeros})
+
+    def _valuation(self, stmt: ast.Evaluate | ast.Responsibility, coerce: Any) -> tuple[dict[str, Any], Any]:
         """Token → value from the statement's ``given`` items, in order (a later one wins), and
         the ``default`` (``_UNSET`` when none is given)."""
         mapping: dict[str, Any] = {}
@@ -503,6 +669,19 @@ class Session:
         return mapping, default
 
 
+    def _diff(self, stmt: ast.Diff) -> Result:
+        try:
+            d = diff(self.view, stmt.relation, stmt.before, stmt.after, kind=stmt.kind, module=stmt.module,
+                     conditions=stmt.conditions, on=stmt.on or None)
+        except QueryError as err:
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from None
+        data = d.to_dict()
+        rows = data.pop("tuples")
+        data["relation"] = {"kind": data.pop("kind"), "name": data["relation"], "module": data.pop("module")}
+        data["executions"] = [data.pop("before"), data.pop("after")]
+        return Result(str(stmt), "diff", rows=rows, summary=d.summary(), extra={**data, "_lines": d.lines})
+
+
 #: The handler of each statement type (every statement of :mod:`lipspark.query.ast`).
 _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.ZoomOut: Session._zoomout,
@@ -516,6 +695,8 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.Depends: Session._depends,
     ast.Polynomial: Session._polynomial,
     ast.Evaluate: Session._evaluate,
+    ast.Diff: Session._diff,
+    ast.Responsibility: Session._responsibility,
     ast.Where: Session._where,
 }
 
@@ -528,7 +709,7 @@ _UNSET: Any = object()
 _LEVELLED = ("minmax", "maxmin")
 
 
-def _coerce(semiring: Semiring[Any] | None, v: Any, stmt: ast.Evaluate, what: str | None = None) -> Any:
+def _coerce(semiring: Semiring[Any] | None, v: Any, stmt: ast.Evaluate | ast.Responsibility, what: str | None = None) -> Any:
     """A value the statement gives a token (``what``: where it comes from, for a column's
     value), as the semiring's element (``semiring`` None: a probability)."""
     where = f"{stmt} (line {stmt.pos.line})" + (f": {what}" if what else "")

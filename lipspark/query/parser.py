@@ -34,6 +34,7 @@ from lipspark.query.ast import (
     Delete,
     Depends,
     Descendants,
+    Diff,
     Evaluate,
     InvocationSel,
     LiteralValue,
@@ -43,6 +44,7 @@ from lipspark.query.ast import (
     Pos,
     RelationRef,
     Reset,
+    Responsibility,
     Selector,
     Show,
     Statement,
@@ -73,8 +75,7 @@ _FRIENDLY = {
     "$END": _END,
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
-               "depends", "polynomial", "evaluate", "show"]
-_STATEMENTS.append("where")
+               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show", "where"]
 _SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
 _OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
 # Whole groups of expected tokens are described by one phrase, to keep messages short.
@@ -321,6 +322,34 @@ class _ToAst(Transformer):
 
     def show(self, meta: Meta, target: Selector) -> Show:
         return Show(target, pos=_pos(meta))
+
+    def diff(self, meta: Meta, kind: str, relation: str, conditions: tuple[Condition, ...] | None,
+             module: tuple[Literal["in", "of"], str] | None, before: int, after: int, on: list[str] | None) -> Diff:
+        if kind == "tuple":
+            raise _syntax_error(self._text, self._source, meta.line, meta.column,
+                                f"diff compares a module's input, state or output tuples, not base tuples: write "
+                                f"`diff output {relation} of MODULE execution {before}, execution {after}` (or input, state)")
+        preposition, name = module or ("of", None)
+        return Diff(kind, relation, before, after, conditions or (), name, tuple(on or ()),  # type: ignore[arg-type]
+                    pos=_pos(meta), preposition=preposition)
+
+    def diff_on(self, meta: Meta, names: list[str]) -> list[str]:
+        return names
+
+    def responsibility(self, meta: Meta, measure: str, target: Selector, over: tuple[str, ...] | None,
+                       given: tuple[Assignment | TupleColumn, ...] | None, samples: int | None,
+                       seed: int | None) -> Responsibility:
+        players = tuple(k for k in ("tuples", "invocations") if k in (over or ("tuples",)))  # in one order
+        return Responsibility(measure, target, players, given or (), samples, seed, pos=_pos(meta))  # type: ignore[arg-type]
+
+    def measure(self, meta: Meta, token: Token) -> str:
+        return token.value.lower()
+
+    def over(self, meta: Meta, *kinds: str) -> tuple[str, ...]:
+        return kinds
+
+    def player_kind(self, meta: Meta, token: Token) -> str:
+        return token.value.lower()
 
     def where(self, meta: Meta, column: str, target: Selector) -> Where:
         return Where(column, target, pos=_pos(meta))

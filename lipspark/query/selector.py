@@ -1,5 +1,8 @@
 """Selectors: naming nodes by their data instead of their ids.
 
+``in M`` (``of M``) names a module, or a workflow node running one (``dealer1_buy`` runs
+``dealer1``: ``in dealer1`` selects both of its nodes, ``in dealer1_buy`` one).
+
 * ``tuple REL(col = v, …) [in M] [execution N]`` — a base tuple (a token without incoming edges):
   a workflow input tuple or a tuple of a module's initial state (tokens show their key columns and those they keep);
 * ``input | state | output REL(…) [of M] [execution N]`` — a module's input, state or output
@@ -29,7 +32,7 @@ import numpy as np
 
 from lipspark.errors import QueryError
 from lipspark.graph.index import GraphIndex
-from lipspark.query.ast import Condition, InvocationSel, NodeSel, Selector, TokenSel, TupleSel, ValueSel
+from lipspark.query.ast import Condition, InvocationSel, NodeSel, Selector, TokenSel, TupleKind, TupleSel, ValueSel
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import ordinal_of
 
@@ -102,7 +105,7 @@ def _tuples_fast(g: GraphIndex, sel: TupleSel) -> np.ndarray | None:
     (their ids are positional); None to take the general path (which also explains a miss)."""
     conds: dict[str, list[Any]] = {"relation": [sel.relation]}
     if sel.module is not None:
-        conds["module"] = [sel.module]
+        conds[_module_or_node(g, sel.module)] = [sel.module]
     if sel.execution is not None:
         conds["execution"] = [sel.execution, None] if sel.kind == "tuple" else [sel.execution]
     cand = g.segment_nodes(conds)
@@ -111,7 +114,25 @@ def _tuples_fast(g: GraphIndex, sel: TupleSel) -> np.ndarray | None:
     op = g.op[cand]
     cand = cand[op == Op.TOKEN] if sel.kind == "tuple" else cand[(op == _BOUNDARY_OP[sel.kind]) & ~g.is_v[cand]]
     out = _match(g, cand, sel.conditions, sel) if len(cand) else cand
+    if len(out) and sel.kind == "tuple" and sel.execution is not None:
+        out = _in_execution(g, out, sel)
     return out if len(out) else None
+
+
+def _in_execution(g: GraphIndex, tokens: np.ndarray, sel: TupleSel) -> np.ndarray:
+    """The base tuples of execution N among ``tokens`` — workflow inputs of that execution. A
+    tuple of a module's initial state is read by every execution, so ``execution N`` cannot
+    select it: refused, saying what to select instead (never silently ignored)."""
+    ex = g.column("execution", tokens).tolist()
+    hit = np.asarray([e == sel.execution for e in ex], dtype=bool)
+    if hit.any():
+        return tokens[hit]
+    if not any(e is None for e in ex):
+        return tokens[hit]
+    state = TupleSel("state", sel.relation, sel.conditions, sel.module, sel.execution)
+    raise _fail(sel, f"{sel.relation} is the initial state of module {', '.join(sorted({str(m) for m in g.column('module', tokens).tolist() if m}))}, "
+                     f"read by every execution, so `execution {sel.execution}` cannot select its base tuples: drop it to select them "
+                     f"(a deletion then applies to every execution), or select the state execution {sel.execution} read: `{state}`")
 
 
 def _tuples(g: GraphIndex, sel: TupleSel) -> np.ndarray:
@@ -128,15 +149,15 @@ def _tuples(g: GraphIndex, sel: TupleSel) -> np.ndarray:
     else:
         mask &= (op == _BOUNDARY_OP[sel.kind]) & ~np.asarray(g.is_v)
     if not mask.any():
-        raise _fail(sel, f"no {sel.kind} node of relation {sel.relation} in this view" + _hidden_hint(g))
+        raise _fail(sel, f"no {sel.kind} node of relation {sel.relation} in this view" + _derived_hint(g, sel) + _hidden_hint(g))
     if sel.module is not None:
-        by_module = mask & g.where("module", [sel.module])
+        by_module = mask & g.where(_module_or_node(g, sel.module), [sel.module])
         if not by_module.any():
-            found = sorted({str(m) for m in g.distinct("module", np.flatnonzero(mask)) if isinstance(m, str)})
-            raise _fail(sel, f"no {sel.kind} of {sel.relation} in module {sel.module!r} (found in: {', '.join(found) or 'no module'})" + _hidden_hint(g, sel.module))
+            found = _places(g, np.flatnonzero(mask))
+            raise _fail(sel, f"no {sel.kind} of {sel.relation} in module {sel.module!r} (found in: {found or 'no module'})" + _hidden_hint(g, sel.module))
         mask = by_module
     if sel.execution is not None:
-        # base tuples of a module's initial state belong to every execution
+        # base tuples of a module's initial state belong to every execution (refused below)
         in_exec = g.where("execution", [sel.execution])
         mask &= (in_exec | g.where("execution", [None])) if sel.kind == "tuple" else in_exec
         if not mask.any():
@@ -144,7 +165,54 @@ def _tuples(g: GraphIndex, sel: TupleSel) -> np.ndarray:
     out = _match(g, np.flatnonzero(mask), sel.conditions, sel)
     if not len(out):
         raise _fail(sel, "no tuple has these values" + _hidden_hint(g))
+    if sel.kind == "tuple" and sel.execution is not None:
+        out = _in_execution(g, out, sel)
+        if not len(out):
+            raise _fail(sel, f"nothing in execution {sel.execution}")
     return out
+
+
+def _derived_hint(g: GraphIndex, sel: TupleSel) -> str:
+    """Why ``tuple REL`` finds no base tuple when REL is a module's output or state: its rows are
+    derived, so they are selected as such, or through the base tuples they come from."""
+    if sel.kind != "tuple":
+        return ""
+    cand = np.flatnonzero(g.where("relation", [sel.relation]) & ~np.asarray(g.is_v))
+    kinds: tuple[tuple[TupleKind, Op], ...] = (("state", Op.STATE), ("output", Op.OUTPUT), ("input", Op.INPUT))
+    ops = np.asarray(g.op[cand], dtype=np.int64)
+    mods = g.column("module", cand)
+    roles: list[TupleKind] = []
+    where: list[str] = []
+    for r, o in kinds:
+        of = sorted({str(m) for m in mods[ops == int(o)].tolist() if isinstance(m, str)})
+        if of:
+            roles.append(r)
+            where.append(f"{r} of {', '.join(of)}")
+    if not roles:
+        return ""
+    alt = TupleSel(roles[0], sel.relation, sel.conditions, sel.module, sel.execution)
+    return (f": {sel.relation} is not a base relation, its rows are derived ({'; '.join(where)}); "
+            f"select them as `{alt}`, or the base tuples they come from (`ancestors {alt}` lists them)")
+
+
+def _module_or_node(g: GraphIndex, name: str) -> str:
+    """Which attribute ``in NAME`` matches: ``module``, or ``node`` when ``NAME`` is a workflow
+    node (a DAG node running a module, e.g. ``dealer1_buy`` running ``dealer1``) and no module."""
+    if g.where("module", [name]).any():
+        return "module"
+    return "node" if g.where("node", [name]).any() else "module"
+
+
+def _places(g: GraphIndex, positions: np.ndarray) -> str:
+    """The modules of the nodes at ``positions``, each with its workflow nodes when they are
+    named otherwise: ``dealer1 (nodes dealer1_bid, dealer1_buy), agg``."""
+    mods = g.column("module", positions).tolist()
+    nodes = g.column("node", positions).tolist()
+    by: dict[str, set[str]] = {}
+    for m, n in zip(mods, nodes):
+        if isinstance(m, str):
+            by.setdefault(m, set()).update([n] if isinstance(n, str) and n != m else [])
+    return ", ".join(m + (f" (node{'s' if len(ns) > 1 else ''} {', '.join(sorted(ns))})" if ns else "") for m, ns in sorted(by.items()))
 
 
 def _hidden_hint(g: GraphIndex, module: str | None = None) -> str:
@@ -194,10 +262,9 @@ def _resolve(g: GraphIndex, sel: Selector) -> np.ndarray:
         return hits
     if isinstance(sel, InvocationSel):
         is_inv = np.asarray(g.op) == Op.INVOCATION
-        mask = is_inv & g.where("module", [sel.module])
+        mask = is_inv & g.where(_module_or_node(g, sel.module), [sel.module])
         if not mask.any():
-            known = sorted({str(m) for m in g.distinct("module", np.flatnonzero(is_inv))})
-            raise _fail(sel, f"no module {sel.module!r} (modules: {', '.join(known) or 'none'})")
+            raise _fail(sel, f"no module {sel.module!r} (modules: {_places(g, np.flatnonzero(is_inv)) or 'none'})")
         if sel.execution is not None:
             mask &= g.where("execution", [sel.execution])
             if not mask.any():

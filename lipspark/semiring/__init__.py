@@ -34,6 +34,7 @@ from lipspark.semiring.expr import (
     tokens,
 )
 from lipspark.semiring.probability import ProbabilityResult, probability
+from lipspark.semiring.responsibility import Responsibility, banzhaf, shapley
 from lipspark.semiring.semirings import (
     BOOLEAN,
     COUNTING,
@@ -86,4 +87,7 @@ __all__ = [
     "evaluate",
     "probability",
     "ProbabilityResult",
+    "shapley",
+    "banzhaf",
+    "Responsibility",
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +68,8 @@ __all__ = [
     "equivalent",
     "tokens",
     "canonical_op",
+    "rename",
+    "rename_all",
 ]
 
 
@@ -276,3 +279,43 @@ def tokens(expr: Expr | AggValue) -> frozenset[str]:
 
     fold_many(roots, visit)
     return frozenset(found)
+
+
+def rename(expr: Expr | AggValue, names: Mapping[str, str]) -> Expr | AggValue:
+    """``expr`` with each token named in ``names`` renamed (the others kept), rebuilt with the
+    smart constructors; an aggregate value's members are renamed, its values kept.
+
+    Two tokens renamed to one name become one token: the diff of two executions writes a
+    module's invocation in either execution as the same token (``M_dealer1[1]`` and
+    ``M_dealer1[2]`` as ``M_dealer1[e]``).
+
+    >>> a, m1 = Token("a"), Token("M_dealer1[1]")
+    >>> print(rename(delta(a * m1 + Token("b")), {"M_dealer1[1]": "M_dealer1[e]"}))
+    δ(a·M_dealer1[e] + b)
+    >>> print(rename(AggValue("Sum", ((a * m1, 5),)), {"a": "c"}))
+    Sum(c·M_dealer1[1] ⊗ 5)
+    """
+    if isinstance(expr, AggValue):
+        kids = rename_all([p for p, _ in expr.terms], names)
+        return AggValue(expr.op, tuple((k, v) for k, (_, v) in zip(kids, expr.terms)))
+    return rename_all([_coerce(expr)], names)[0]
+
+
+def rename_all(exprs: Sequence[Expr], names: Mapping[str, str]) -> list[Expr]:
+    """:func:`rename` of several expressions with one shared memo (shared parts renamed once)."""
+
+    def visit(node: Expr, kids: list[Expr]) -> Expr:
+        if isinstance(node, Token):
+            new = names.get(node.name)
+            return node if new is None or new == node.name else Token(new)
+        if isinstance(node, Sum):
+            return plus(*kids)
+        if isinstance(node, Product):
+            return times(*kids)
+        if isinstance(node, Delta):
+            return delta(kids[0])
+        if isinstance(node, BlackBox):
+            return black_box(node.name, *kids)
+        return node  # ZERO, ONE
+
+    return fold_many(exprs, visit)

@@ -68,6 +68,8 @@ _FLATTEN_MAX = 64
 
 # Formula node kinds. Node 0 is the constant False, node 1 the constant True.
 _CONST, _VAR, _AND, _OR = 0, 1, 2, 3
+#: In a trace of the exact computation (``_Exact(trace=True)``): a Shannon expansion.
+_SHANNON = 4
 _FALSE, _TRUE = 0, 1
 
 
@@ -285,16 +287,36 @@ def _combine(kind: int, ps: list[float]) -> float:
     return 1.0 - math.prod(1.0 - p for p in ps)
 
 
+def _clip(value: float) -> float:
+    """A probability computed in floating point, kept within [0, 1] (element-wise for an array)."""
+    if isinstance(value, np.ndarray):
+        return np.clip(value, 0.0, 1.0)
+    return min(1.0, max(0.0, float(value)))
+
+
 class _Exact:
     """Exact probability by decomposition and Shannon expansion, iterative, with a budget.
 
     Only the repeated variables (``multi``) can make children of a node dependent, so the
     variable sets used to find independent components are restricted to them; a node
     whose restricted set is empty is read-once and is computed in one bottom-up pass.
+
+    A variable's probability may also be a numpy array (one entry per point, the same shape
+    for every array): the arithmetic is then element-wise, so one pass computes the
+    probability at every point — :mod:`lipspark.semiring.responsibility` uses this to
+    evaluate ``P_p`` at all its quadrature points at once. The memo keeps a node's value, so
+    one instance answers several roots of the same formula while sharing what they have in
+    common.
+
+    With ``trace=True`` it also records how each node's value was computed — the and / or of
+    which nodes (``(_AND | _OR, kids)``) or a Shannon expansion (``(_SHANNON, v, high, low)``) —
+    in ``trace``, and the nodes in the order their values were found in ``done``: an arithmetic
+    circuit (a decision-DNNF) that responsibility differentiates in one backward pass.
     """
 
     def __init__(
-        self, formula: _Formula, probs: list[float], multi: frozenset[int], limit: int
+        self, formula: _Formula, probs: list[float], multi: frozenset[int], limit: int,
+        trace: bool = False,
     ) -> None:
         self.f = formula
         self.probs = probs
@@ -304,6 +326,13 @@ class _Exact:
         self.shannon = False
         self.rsets: dict[int, frozenset[int]] = {_FALSE: frozenset(), _TRUE: frozenset()}
         self.memo: dict[int, float] = {_FALSE: 0.0, _TRUE: 1.0}
+        self.trace: dict[int, tuple[int, ...]] | None = {} if trace else None
+        self.done: list[int] = []
+
+    def record(self, node: int, how: tuple[int, ...]) -> None:
+        """With ``trace``: how ``node``'s value is computed (see the class docstring)."""
+        if self.trace is not None:
+            self.trace[node] = how
 
     def tick(self, n: int = 1) -> None:
         self.steps += n
@@ -357,6 +386,9 @@ class _Exact:
                 stack.extend((k, False) for k in f.kids[n] if k not in memo)
                 continue
             memo[n] = _combine(f.kind[n], [memo[k] for k in f.kids[n]])
+            if self.trace is not None:
+                self.trace[n] = (f.kind[n], *f.kids[n])
+                self.done.append(n)
         return memo[node]
 
     def condition(self, node: int, v: int, value: bool) -> int:
@@ -390,6 +422,7 @@ class _Exact:
             independent: list[float] = []
             for k in kids:
                 independent.append((yield k))
+            self.record(node, (kind, *kids))
             return _combine(kind, independent)
         # union-find over the children sharing repeated variables
         parent = list(range(len(kids)))
@@ -414,16 +447,22 @@ class _Exact:
             groups.setdefault(find(i), []).append(k)
         if len(groups) > 1:  # independent components
             ps: list[float] = []
+            subs: list[int] = []
             for members in groups.values():
                 sub = members[0] if len(members) == 1 else f.node(kind, members)
+                subs.append(sub)
                 ps.append((yield sub))
+            self.record(node, (kind, *subs))
             return _combine(kind, ps)
         # one component: Shannon expansion on the variable shared by most children
         self.shannon = True
         v = max(counts, key=lambda u: (counts[u], -u))
         p = self.probs[v]
-        high = (yield self.condition(node, v, True)) if p > 0.0 else 0.0
-        low = (yield self.condition(node, v, False)) if p < 1.0 else 0.0
+        on = self.condition(node, v, True) if np.any(p > 0.0) else _FALSE
+        off = self.condition(node, v, False) if np.any(p < 1.0) else _FALSE
+        high = (yield on) if on != _FALSE else 0.0
+        low = (yield off) if off != _FALSE else 0.0
+        self.record(node, (_SHANNON, v, on, off))
         return p * high + (1.0 - p) * low
 
     def run(self, root: int) -> float:
@@ -438,8 +477,10 @@ class _Exact:
             try:
                 request = gen.send(send)  # type: ignore[arg-type]
             except StopIteration as stop:
-                result = min(1.0, max(0.0, float(stop.value)))
+                result = _clip(stop.value)
                 self.memo[node] = result
+                if self.trace is not None:
+                    self.done.append(node)
                 stack.pop()
                 if not stack:
                     return result

@@ -1,7 +1,9 @@
 """Interactive drawings of provenance graphs, query results and deletions (pyvis / vis.js).
 
 :func:`render` draws and optionally writes a self-contained HTML page, :func:`to_html` returns
-the page, :func:`repr_html` wraps it in an ``<iframe>`` for Jupyter. See ``docs/viz.md``.
+the page, :func:`repr_html` wraps it in an ``<iframe>`` for Jupyter; :func:`node_label` says what a
+node's label is (:mod:`lipspark.viz.labels`), :func:`layout` where it goes (:mod:`lipspark.viz.layout`).
+See ``docs/viz.md``.
 Importing this package makes graphs and query results draw themselves in Jupyter: it sets
 :attr:`GraphIndex.html_renderer <lipspark.graph.index.GraphIndex.html_renderer>` and
 :attr:`Result.html_renderer <lipspark.query.engine.Result.html_renderer>` (the graph and query
@@ -21,6 +23,8 @@ from __future__ import annotations
 
 from lipspark.graph.index import GraphIndex
 from lipspark.query.engine import Result
+from lipspark.viz.labels import node_label
+from lipspark.viz.layout import Layout, layout, workflow_ranks
 from lipspark.viz.render import (
     DrawingInfo,
     levels,
@@ -33,4 +37,4 @@ from lipspark.viz.render import (
 GraphIndex.html_renderer = repr_html
 Result.html_renderer = repr_html
 
-__all__ = ["DrawingInfo", "levels", "module_colours", "render", "repr_html", "to_html"]
+__all__ = ["DrawingInfo", "Layout", "layout", "levels", "module_colours", "node_label", "render", "repr_html", "to_html", "workflow_ranks"]

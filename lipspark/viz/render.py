@@ -2,34 +2,41 @@
 
 What is drawn follows Figures 2 and 3 of the paper: p-nodes are round (``ellipse``), v-nodes
 square (``box`` with square corners), module invocation nodes (type ``m``) diamonds, zoomed-out
-modules (type ``z``) rounded boxes labelled with the module. The node types ``i``/``s``/``o``/
-``m``/``z`` are shown as a suffix of the label (``· [i]``); every module has a colour of its own
-(nodes outside modules are grey); v-nodes whose value differs from their label show it
-(``Count = 2``). Edges point from the node used to the node derived, and the layout reads left
-to right: a node's level is its longest path from the sources of the drawing, and each
-execution starts to the right of the previous one. Nodes a deletion removed keep their place,
-greyed, with a dashed red border. Hovering a node shows its attributes and its provenance
-polynomial; a legend explains the notation.
+modules (type ``z``) rounded boxes labelled with the module. Every node is labelled as in the
+paper's figures (:mod:`lipspark.viz.labels`): tokens by name, operators by symbol, aggregates and
+black boxes by function and value (``Count=2``; after a deletion ``Count 2→1``), invocations by
+their token ``M_dealer1[1]``, input/state/output nodes by type, relation and tuple
+(``[s] Cars(C2, Civic)``); a long label is cut, the whole of it in the hover title. Every module
+has a colour of its own (nodes outside modules are grey). Edges point from the node used to the
+node derived. The layout (:mod:`lipspark.viz.layout`) puts one execution per column, left to
+right, its module invocations in the workflow DAG's order, each in a frame captioned with the
+module and execution, the nodes of an invocation inside its frame; positions are computed, the
+same for the same graph, and vis.js draws them with physics off. Nodes a deletion removed keep
+their place, greyed, with a dashed red border. Hovering a node shows its attributes and its
+provenance polynomial; a legend explains the notation.
 
 Every data value (labels, tuple values, relation and module names, values, polynomials) put in
-HTML is escaped with :func:`html.escape`: tooltips, the legend and the title. Node labels are
-drawn as plain text on the canvas (vis.js ``fillText``, no markup mode), so they are never parsed
-as HTML, and escaping them would show ``&lt;`` on screen. All node and edge data reach the page
-as JSON with ``<``, ``>``, ``&`` and ``'`` written as ``\\u003c`` etc., so no value can end the
-script it sits in. The page loads nothing from the network (vis.js is inlined), so it works
-offline and in a sandboxed notebook iframe.
+HTML is escaped with :func:`html.escape`: tooltips, the legend and the title. Node labels and
+frame captions are drawn as plain text on the canvas (``fillText``, no vis.js markup mode), so
+they are never parsed as HTML, and escaping them would show ``&lt;`` on screen. All node, edge
+and frame data reach the page as JSON with ``<``, ``>``, ``&`` and ``'`` written as ``\\u003c``
+etc., so no value can end the script it sits in. The page loads nothing from the network (vis.js
+is inlined), so it works offline and in a sandboxed notebook iframe.
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
 >>> g = GraphIndex.build(
 ...     pd.DataFrame({"id": [1, 2, 3, 4], "kind": ["p", "p", "p", "v"], "op": ["token", "invocation", "state", "constant"],
-...                   "label": ["Cars:C2", "dealer1", "·", "1"],
+...                   "label": ["Cars:C2", "dealer1", "·", "1"], "relation": [None, None, "Cars", None],
 ...                   "type": [None, "m", "s", None], "module": [None, "dealer1", "dealer1", "dealer1"],
-...                   "execution": [None, 1, 1, 1], "value": [None, None, None, 1]}),
+...                   "execution": [None, 1, 1, 1], "invocation": [None, 2, 2, 2], "value": [None, None, None, 1]}),
 ...     pd.DataFrame({"src": [1, 2], "dst": [3, 3]}))
 >>> net = render(g, title="Cars in dealer1")
->>> [(n["label"], n["shape"], n["level"]) for n in net.nodes]
-[('Cars:C2', 'ellipse', 0), ('M_dealer1[1] [m]', 'diamond', 0), ('1', 'box', 0), ('· [s]', 'ellipse', 1)]
+>>> [(n["label"], n["shape"]) for n in net.nodes]  # column by column: the invocation, the base tuple and a constant, the state
+[('M_dealer1[1]', 'diamond'), ('Cars:C2', 'ellipse'), ('1', 'box'), ('[s] Cars', 'ellipse')]
+>>> x = {n["id"]: n["x"] for n in net.nodes}
+>>> x["1"] < x["3"] and x["2"] < x["3"]  # every edge points right
+True
 >>> [(e["from"], e["to"]) for e in net.edges]
 [('1', '3'), ('2', '3')]
 >>> page = to_html(g)
@@ -49,17 +56,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from lipspark.errors import LipsparkError, StoreError
-from lipspark.graph.expression import Tensor, expressions, token_name
+from lipspark.errors import LipsparkError
+from lipspark.graph.expression import Tensor, expressions
 from lipspark.graph.index import NODE_TYPES, GraphIndex
-from lipspark.query.deletion import DeletionResult
+from lipspark.query.deletion import DeletionResult, delete
 from lipspark.query.engine import Result
-from lipspark.vocabulary import Op
+from lipspark.viz.labels import node_label, shorten
+from lipspark.viz.layout import Layout, _drawn_edges, layout, levels
+from lipspark.vocabulary import UNKNOWN, Op
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyvis.network import Network
 
-__all__ = ["PALETTE", "POLYNOMIAL_LIMIT", "TOOLTIP_POLYNOMIAL_CHARS", "DrawingInfo", "levels", "module_colours", "render", "repr_html", "to_html"]
+__all__ = ["PALETTE", "POLYNOMIAL_LIMIT", "TOOLTIP_POLYNOMIAL_CHARS", "DrawingInfo", "levels", "layout", "module_colours", "render", "repr_html",
+           "to_html"]
 
 #: (background, border) colours given to modules in sorted name order (cycled past the end).
 PALETTE: tuple[tuple[str, str], ...] = (
@@ -73,7 +83,6 @@ _MARKED = {"background": "#f2f2f2", "border": "#e00000", "font": "#a0a0a0"}
 POLYNOMIAL_LIMIT = 400
 #: a polynomial longer than this is cut in the tooltip
 TOOLTIP_POLYNOMIAL_CHARS = 300
-_VALUE_CHARS = 24
 _FIELD_CHARS = 200
 _TYPE_NAMES = {"i": "input", "s": "state", "o": "output", "m": "module invocation", "z": "zoomed-out module"}
 
@@ -143,91 +152,6 @@ def _guard(d: _Drawing, max_nodes: int) -> None:
         "or raise the limit (max_nodes=..., --max-nodes N) if your browser can take it")
 
 
-# ---------------------------------------------------------------------------------- layout
-
-
-def _drawn_edges(g: GraphIndex, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Edges between drawn nodes as indices into ``pos`` (src → dst, with multiplicity)."""
-    if not len(pos):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    owner, kids = g.gather_children(pos, owners=True)
-    idx = np.minimum(np.searchsorted(pos, kids), len(pos) - 1)
-    inside = pos[idx] == kids
-    return idx[inside].astype(np.int64), owner[inside]
-
-
-def _longest_paths(n: int, edges: list[tuple[int, int, int]]) -> np.ndarray | None:
-    """Longest-path levels over nodes ``0..n-1`` and weighted edges; None on a cycle."""
-    succ: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-    indeg = [0] * n
-    for u, v, w in edges:
-        succ[u].append((v, w))
-        indeg[v] += 1
-    level = [0] * n
-    stack = [i for i in range(n) if indeg[i] == 0]
-    seen = 0
-    while stack:
-        u = stack.pop()
-        seen += 1
-        for v, w in succ[u]:
-            level[v] = max(level[v], level[u] + w)
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                stack.append(v)
-    return np.asarray(level, dtype=np.int64) if seen == n else None
-
-
-def levels(g: GraphIndex, positions: np.ndarray) -> np.ndarray:
-    """Left-to-right levels of the nodes at ``positions`` (distinct) in a drawing of them.
-
-    A node's level is its longest path from the sources of the drawn subgraph, and every node of
-    execution ``e`` lies right of every node of the executions before it (nodes without an
-    execution, such as base tuples, are placed by their paths alone); then each source moves
-    right to just before its first use (constants next to their ⊗, an invocation next to its
-    first input). So levels strictly increase along every drawn edge.
-
-    >>> import pandas as pd
-    >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4], "kind": "p", "op": ["token", "·", "·", "token"],
-    ...                                    "label": ["R:a", "·", "·", "R:b"],
-    ...                                    "execution": [None, 1, 2, None]}),
-    ...                      pd.DataFrame({"src": [1, 1, 4], "dst": [2, 3, 3]}))
-    >>> levels(g, np.arange(4)).tolist()
-    [0, 1, 2, 1]
-    >>> levels(g, np.array([2, 0])).tolist()  # in the order given: node 3, then R:a
-    [1, 0]
-    """
-    positions = np.asarray(positions, dtype=np.int64)
-    if len(positions) > 1 and not (np.diff(positions) > 0).all():
-        order = np.argsort(positions, kind="stable")
-        out = np.empty(len(positions), dtype=np.int64)
-        out[order] = levels(g, positions[order])
-        return out
-    n = len(positions)
-    s, d = _drawn_edges(g, positions)
-    real = [(int(a), int(b), 1) for a, b in zip(s.tolist(), d.tolist())]
-    ex = np.array([np.nan if e is None else float(e) for e in g.column("execution", positions).tolist()], dtype=np.float64)
-    execs = sorted({float(e) for e in ex[~np.isnan(ex)]})
-    barrier: list[tuple[int, int, int]] = []
-    for k in range(1, len(execs)):  # node n+k-1 sits between execution k-1 and execution k
-        b = n + k - 1
-        barrier += [(int(u), b, 0) for u in np.flatnonzero(ex == execs[k - 1])]
-        barrier += [(b, int(v), 1) for v in np.flatnonzero(ex == execs[k])]
-    lv = _longest_paths(n + len(execs) - 1, real + barrier) if barrier else None
-    if lv is None:
-        lv = _longest_paths(n, real)  # (also when an edge goes back in time: order by paths alone)
-        if lv is None:
-            raise StoreError("the provenance graph has a cycle; it is corrupt")
-    lv = lv[:n].copy()
-    if len(s):  # sources sit just left of their first use (a constant next to its ⊗)
-        first = np.full(n, np.iinfo(np.int64).max)
-        np.minimum.at(first, s, lv[d])
-        source = np.ones(n, dtype=bool)
-        source[d] = False
-        pull = source & (first < np.iinfo(np.int64).max)
-        lv[pull] = first[pull] - 1
-    return lv
-
-
 # ---------------------------------------------------------------------------------- labels and tooltips
 
 
@@ -282,32 +206,11 @@ def _polynomials(g: GraphIndex, pos: np.ndarray, lv: np.ndarray) -> dict[int, st
     return out
 
 
-def _shows(text: str, value: Any) -> bool:
-    """Whether a label already reads as the value (``1`` for 1 or 1.0)."""
-    if str(value) == text:
-        return True
-    try:
-        return float(text) == float(value)
-    except (TypeError, ValueError):
-        return False
-
-
-def _label(g: GraphIndex, p: int, row: dict[str, Any]) -> str:
-    t = NODE_TYPES[g.type_code[p]]
-    text = token_name(g, p) if g.op[p] == Op.INVOCATION else g.label(p)
-    label = text
-    if t:
-        label += f" [{t}]"
-    value = _plain(row.get("value"))
-    if g.is_v[p] and value is not None and not _shows(text, value):
-        label += "\n= " + _short(str(value), _VALUE_CHARS)
-    return label
-
-
-def _tooltip(g: GraphIndex, p: int, row: dict[str, Any], polynomial: str | None, with_polynomials: bool, marked: bool) -> str:
+def _tooltip(g: GraphIndex, p: int, row: dict[str, Any], label: str, polynomial: str | None, with_polynomials: bool, marked: bool,
+             change: tuple[Any, Any] | None) -> str:
     e = html.escape
     t = NODE_TYPES[g.type_code[p]]
-    lines = [f"<b>{e(g.label(p))}</b>"]
+    lines = [f"<b>{e(_short(label, _FIELD_CHARS))}</b>"]
     if marked:
         lines.append('<span style="color:#e00000">removed by the deletion</span>')
     lines.append(f"id: {int(g.ids[p])}")
@@ -332,6 +235,9 @@ def _tooltip(g: GraphIndex, p: int, row: dict[str, Any], polynomial: str | None,
     value = _plain(row.get("value"))
     if g.is_v[p] and value is not None:
         lines.append(f"value: {e(_short(str(value), _FIELD_CHARS))}")
+    if change is not None:
+        after = "? (the graph cannot recompute it)" if change[1] is UNKNOWN else str(_plain(change[1]))
+        lines.append(f"after the deletion: {e(_short(after, _FIELD_CHARS))}")
     if not with_polynomials:
         lines.append(f"polynomial: use <code>polynomial node {int(g.ids[p])}</code>")
     elif polynomial is not None:
@@ -344,16 +250,23 @@ def _tooltip(g: GraphIndex, p: int, row: dict[str, Any], polynomial: str | None,
 # ---------------------------------------------------------------------------------- the page
 
 
+#: label font size (pixels at zoom 1) and the width of one of its characters, to space the columns
+FONT_SIZE = 13
+_CHAR_WIDTH = 7.6
+_NODE_MARGIN = 4
+_ELLIPSE_MARGIN = 2
+
+# Positions are computed (lipspark.viz.layout): no hierarchical layout, no physics. Labels are
+# drawn down to 3-pixel text (vis.js's default hides them below 5) so an overview keeps them.
 _OPTIONS: dict[str, Any] = {
-    "layout": {"hierarchical": {"enabled": True, "direction": "LR", "sortMethod": "directed", "levelSeparation": 170,
-                                "nodeSpacing": 70, "treeSpacing": 110, "blockShifting": True, "edgeMinimization": True,
-                                "parentCentralization": True, "shakeTowards": "roots"}},
+    "layout": {"hierarchical": {"enabled": False}, "improvedLayout": False, "randomSeed": 1},
     "physics": {"enabled": False},
     "interaction": {"hover": True, "tooltipDelay": 150, "multiselect": True},
-    "nodes": {"font": {"size": 14, "face": "sans-serif"}, "borderWidth": 1.5, "size": 14},
-    "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.6}}, "color": {"color": "#8a8a8a", "highlight": "#333333"},
-              "smooth": {"enabled": True, "type": "cubicBezier", "forceDirection": "horizontal", "roundness": 0.4},
-              "font": {"size": 11, "align": "middle"}},
+    "nodes": {"font": {"size": FONT_SIZE, "face": "sans-serif"}, "borderWidth": 1.5, "size": 10, "margin": _NODE_MARGIN,
+              "scaling": {"label": {"drawThreshold": 3}}},
+    "edges": {"arrows": {"to": {"enabled": True, "scaleFactor": 0.5}}, "color": {"color": "#9a9a9a", "highlight": "#333333"},
+              "smooth": {"enabled": True, "type": "cubicBezier", "forceDirection": "horizontal", "roundness": 0.5},
+              "font": {"size": 11, "align": "middle"}, "width": 1},
 }
 
 _STYLE = """
@@ -390,15 +303,89 @@ _SCRIPT = """
     }
   });
   nodes.update(update);
-  if (typeof network !== "undefined" && network) {  // the whole drawing in view, labels included:
-    network.once("afterDrawing", function () {  // sizes are known once drawn
-      setTimeout(function () { network.fit(); network.redraw(); }, 0);
-    });
-    network.redraw();
+  if (typeof network !== "undefined" && network) {  // the whole drawing in view, frames and headings included
+    var view = function (draw) {
+      var b = window.lipsparkBounds, c = document.querySelector("#mynetwork canvas");
+      if (b && c && c.clientWidth && c.clientHeight) {
+        var scale = Math.min(c.clientWidth / (b[2] - b[0]), c.clientHeight / (b[3] - b[1]), 1.5);
+        network.moveTo({position: {x: (b[0] + b[2]) / 2, y: (b[1] + b[3]) / 2}, scale: scale});
+      } else {
+        network.fit();
+      }
+      if (draw) { network.redraw(); }
+    };
+    var moved = false, resized = false;  // moved by the reader: then a resize keeps their view
+    network.on("dragStart", function () { moved = true; });
+    network.on("zoom", function () { moved = true; });
+    network.on("resize", function () { resized = !moved; });  // (vis.js then rescales the view: undo that at the next drawing)
+    network.on("initRedraw", function () { if (resized) { resized = false; view(false); } });
+    view(true);  // now, and once drawn (the canvas may have changed size)
+    network.once("afterDrawing", function () { setTimeout(function () { view(true); }, 0); });
   }
 })();
 </script>
 """
+
+# The frames of module invocations and the execution headings, drawn on the canvas under the
+# nodes (plain fillText); the data is JSON with < > & ' escaped, like vis.js's node data.
+_FRAMES_SCRIPT = """
+<script type="text/javascript">
+(function () {
+  if (typeof network === "undefined" || !network) { return; }
+  var d = %s;
+  window.lipsparkBounds = d.bounds;  // what the first view fits: the frames and headings with the nodes
+  network.on("beforeDrawing", function (ctx) {
+    var sc = network.getScale(), k = Math.min(Math.max(1, 0.75 / sc), 2.5);  // captions legible when zoomed out, yet not over each other
+    ctx.save();
+    d.frames.forEach(function (f) {
+      ctx.fillStyle = f.fill; ctx.strokeStyle = f.border; ctx.lineWidth = 1.2 * k; ctx.setLineDash([7 * k, 4 * k]);
+      ctx.beginPath(); ctx.rect(f.left, f.top, f.right - f.left, f.bottom - f.top); ctx.fill(); ctx.stroke();
+      ctx.setLineDash([]); ctx.fillStyle = "#333"; ctx.font = "bold " + 13 * k + "px sans-serif"; ctx.textAlign = "left"; ctx.textBaseline = "bottom";
+      var t = f.caption, room = f.right - f.left;  // cut to the frame's width (when zoomed out, captions grow)
+      if (ctx.measureText(t).width > room) { while (t.length > 1 && ctx.measureText(t + "…").width > room) { t = t.slice(0, -1); } t += "…"; }
+      ctx.fillText(t, f.left + 2, f.top - 4 * k);
+    });
+    ctx.font = "bold " + 20 * k + "px sans-serif"; ctx.fillStyle = "#222"; ctx.textAlign = "center"; ctx.textBaseline = "bottom";
+    d.executions.forEach(function (e) { ctx.fillText(e.caption, (e.left + e.right) / 2, d.top - 24 * k); });
+    ctx.strokeStyle = "#c8c8c8"; ctx.lineWidth = 2 * k;
+    d.separators.forEach(function (x) { ctx.beginPath(); ctx.moveTo(x, d.top - 48 * k); ctx.lineTo(x, d.bottom); ctx.stroke(); });
+    ctx.restore();
+  });
+})();
+</script>
+"""
+
+
+def _js_json(obj: Any) -> str:
+    """JSON safe inside a ``<script>``: ``<``, ``>``, ``&``, ``'`` and the JavaScript line separators escaped."""
+    text = json.dumps(obj, ensure_ascii=False, sort_keys=True)
+    for ch in "<>&'\u2028\u2029":
+        text = text.replace(ch, f"\\u{ord(ch):04x}")
+    return text
+
+
+def _rgba(hex_colour: str, alpha: float) -> str:
+    r, g, b = (int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def _frames(lay: Layout, colours: dict[str, tuple[str, str]]) -> str:
+    """The script drawing the layout's frames, execution headings and the lines between executions."""
+    frames = []
+    for f in lay.frames:
+        bg, border = colours.get(f.module, _NO_MODULE) if f.module is not None else _NO_MODULE
+        frames.append({"left": f.left, "top": f.top, "right": f.right, "bottom": f.bottom, "caption": f.caption,
+                       "fill": _rgba(bg, 0.16), "border": border})
+    top = min((f.top for f in lay.frames), default=0.0)
+    bottom = max((f.bottom for f in lay.frames), default=0.0)
+    heads = [{"caption": f"execution {e}", "left": a, "right": b} for e, a, b in lay.executions]
+    seps = [round((lay.executions[i][2] + lay.executions[i + 1][1]) / 2, 1) for i in range(len(lay.executions) - 1)]
+    left = min((f.left for f in lay.frames), default=0.0)
+    right = max((f.right for f in lay.frames), default=0.0)
+    bounds = [round(left - 20, 1), round(top - 90, 1), round(right + 20, 1), round(bottom + 20, 1)]  # headings above the frames
+    data = {"frames": frames, "executions": heads, "separators": seps, "top": round(top, 1), "bottom": round(bottom, 1), "bounds": bounds}
+    return _FRAMES_SCRIPT % _js_json(data)
+
 
 _SVG = {
     "p": '<svg width="26" height="16"><ellipse cx="13" cy="8" rx="11" ry="6.5" fill="#fff" stroke="#555" stroke-width="1.5"/></svg>',
@@ -413,14 +400,19 @@ _SVG = {
 def _legend(info: DrawingInfo, colours: dict[str, tuple[str, str]], with_none: bool) -> str:
     e = html.escape
     rows = [
-        f"<tr><td>{_SVG['p']}</td><td>p-node (provenance: tuple, ·, +, δ, black box)</td></tr>",
-        f"<tr><td>{_SVG['v']}</td><td>v-node (value: constant, ⊗, Count…, black box)</td></tr>",
-        f"<tr><td>{_SVG['m']}</td><td>module invocation <i>[m]</i> (M_module[execution])</td></tr>",
+        f"<tr><td>{_SVG['p']}</td><td>p-node (provenance): a token <code>Cars:C2</code>, <code>·</code>, <code>+</code>, "
+        "<code>δ</code>, a black box</td></tr>",
+        f"<tr><td>{_SVG['v']}</td><td>v-node (value): a constant, <code>⊗</code>, <code>Count=2</code> (function=value), "
+        "a black box <code>calcBid=19500.0</code></td></tr>",
+        f"<tr><td>{_SVG['m']}</td><td>module invocation <i>[m]</i> <code>M_module[execution]</code></td></tr>",
+        "<tr><td><code>[s] R(…)</code></td><td>input, state or output node: type, relation, tuple (<code>R.col=v</code>: a value)</td></tr>",
         f"<tr><td>{_SVG['z']}</td><td>zoomed-out module <i>[z]</i></td></tr>",
         f"<tr><td>{_SVG['e']}</td><td>used by (input → derived node); ×k: used k times</td></tr>",
     ]
     if info.marked:
         rows.append(f"<tr><td>{_SVG['x']}</td><td>removed by the deletion (red dashed border, greyed): {info.marked}</td></tr>")
+        rows.append("<tr><td><code>2→1</code></td><td>a value the deletion changed, before→after (thick border); "
+                    "<code>?</code>: the graph cannot recompute it</td></tr>")
     types = "".join(f"<tr><td><i>[{t}]</i></td><td>{_TYPE_NAMES[t]}</td></tr>" for t in "isomz")
     mods = "".join(f'<tr><td><span class="sw" style="background:{colours[m][0]};border-color:{colours[m][1]}"></span></td>'
                    f"<td>{e(m)}</td></tr>" for m in info.modules)
@@ -430,7 +422,7 @@ def _legend(info: DrawingInfo, colours: dict[str, tuple[str, str]], with_none: b
     counts = f"{info.nodes} nodes, {info.edges} edges" + (f" ({info.edge_multiset} with multiplicity)" if info.edge_multiset != info.edges else "")
     poly = "hover a node for its attributes and polynomial" if info.polynomials else "hover a node for its attributes (polynomials: <code>polynomial node ID</code>)"
     return (f'<div id="lipspark-legend"><details open><summary>{e(info.title)}</summary>'
-            f"<div>{counts}; left to right by execution; {poly}</div>"
+            f"<div>{counts}; one execution per column, its module invocations framed, in workflow order; {poly}</div>"
             f"<table>{''.join(rows)}</table><b>node types</b><table>{types}</table>"
             f"<b>modules</b><table>{mods or '<tr><td>(none)</td></tr>'}</table></details></div>")
 
@@ -442,8 +434,8 @@ _REMOTE = [
 ]
 
 
-def _finish_page(page: str, legend: str, title: str) -> str:
-    """Make pyvis's page self-contained (no CDN links) and add the title, legend and tooltip script."""
+def _finish_page(page: str, legend: str, title: str, frames: str = "") -> str:
+    """Make pyvis's page self-contained (no CDN links) and add the title, legend, frames and tooltip script."""
     head, sep, rest = page.partition("<body>")
     for rx in _REMOTE:
         head = rx.sub("", head)
@@ -452,8 +444,34 @@ def _finish_page(page: str, legend: str, title: str) -> str:
     body, sep2, tail = rest.rpartition("</body>")
     if not sep2:
         body, tail = rest, ""
-    page = head + sep + body + legend + _SCRIPT + "</body>" + tail
+    page = head + sep + body + legend + frames + _SCRIPT + "</body>" + tail
     return page if page.lstrip().lower().startswith("<!doctype") else "<!DOCTYPE html>\n" + page
+
+
+def _changes(obj: Any) -> dict[int, tuple[Any, Any]]:
+    """Node id → (value before, value after) for the values a deletion being drawn changed, or
+    that the deletions which made a view being drawn changed (its ``what_if`` values)."""
+    if isinstance(obj, Result) and obj.kind == "delete" and obj.graph is not None and "deleted" in obj.extra:
+        obj = delete(obj.graph, [int(i) for i in obj.extra["deleted"]])  # the same deletion, for its values
+    if isinstance(obj, DeletionResult):
+        return {int(c.node): (c.before, c.after) for c in obj.values}
+    g = obj.graph if isinstance(obj, Result) else obj
+    if isinstance(g, GraphIndex) and g.what_if:  # a view after a delete: its values are the what-if ones
+        ids = np.fromiter(g.what_if, dtype=np.int64, count=len(g.what_if))
+        at = g.base.lookup(ids)
+        before = g.base.column("value", at[at >= 0])  # the captured values
+        return {int(node): (b, g.what_if[int(node)]) for node, b in zip(ids[at >= 0].tolist(), before.tolist())}
+    return {}
+
+
+def _width(label: str, shape: str, margin: float) -> float:
+    """How wide vis.js draws a node with this one-line label (pixels at zoom 1, a little over)."""
+    text = len(label) * _CHAR_WIDTH
+    if shape == "ellipse":  # vis.js: the label's box widened by its height
+        return text + 2 * margin + FONT_SIZE + 2 * margin
+    if shape == "diamond":  # the label sits under the shape
+        return max(24.0, text)
+    return text + 2 * margin
 
 
 def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
@@ -463,19 +481,17 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
     _guard(d, max_nodes)
     g, pos = d.graph, d.positions
     lv = levels(g, pos)
-    src, dst = _drawn_edges(g, pos)
     colours = module_colours(g)
+    changes = _changes(obj)
     rows = g.frame(pos).astype(object).to_dict("records")
     rows = [{k: (None if v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType" else v) for k, v in r.items()} for r in rows]
     with_poly = len(pos) <= POLYNOMIAL_LIMIT
     polys = _polynomials(g, pos, lv) if with_poly and len(pos) else {}
 
-    net = Network(height="calc(100vh - 12px)", width="100%", directed=True, heading="", cdn_resources="in_line")
-    net.options = json.loads(json.dumps(_OPTIONS))
-    ids = [str(int(i)) for i in g.ids[pos]]  # strings: ids past 2**53 are not JavaScript numbers
+    nodes: list[dict[str, Any]] = []
     mods_present: set[str] = set()
     no_module = False
-    for k in np.lexsort((g.ids[pos], lv)).tolist():  # within a level, top to bottom by id
+    for k in range(len(pos)):
         p, row = int(pos[k]), rows[k]
         module = _plain(row.get("module"))
         if module is None:
@@ -485,19 +501,26 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
             mods_present.add(str(module))
             bg, border = colours.get(str(module), _NO_MODULE)
         op = g.op[p]
-        opts: dict[str, Any] = {"level": int(lv[k]), "title": _tooltip(g, p, row, polys.get(p), with_poly, bool(d.marked[k]))}
+        change = changes.get(int(g.ids[p]))
+        full = node_label(g, p, row, change)
+        opts: dict[str, Any] = {"title": _tooltip(g, p, row, full, polys.get(p), with_poly, bool(d.marked[k]), change)}
+        margin = _NODE_MARGIN
         if op == Op.INVOCATION:
-            shape, opts["size"] = "diamond", 12
+            shape = "diamond"
         elif op == Op.ZOOM:
             shape = "box"
             opts["shapeProperties"] = {"borderRadius": 12}
             opts["borderWidth"] = 2.5
-            opts["margin"] = 10
+            opts["margin"] = margin = 10
         elif g.is_v[p]:
             shape = "box"
             opts["shapeProperties"] = {"borderRadius": 0}
         else:
             shape = "ellipse"
+            opts["margin"] = margin = _ELLIPSE_MARGIN  # vis.js makes an ellipse twice its label's height
+        if change is not None:  # a value the deletion changed: bold border, bold label
+            opts["borderWidth"] = 3
+            opts["font"] = {"bold": True}
         if d.marked[k]:
             bg, border = _MARKED["background"], _MARKED["border"]
             opts["borderWidth"] = 3
@@ -505,7 +528,18 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
             opts["font"] = {"color": _MARKED["font"]}
         color = {"background": bg, "border": border, "highlight": {"background": bg, "border": "#000000"},
                  "hover": {"background": bg, "border": "#000000"}}
-        net.add_node(ids[k], label=_label(g, p, row), shape=shape, color=color, **opts)
+        label = shorten(full)
+        nodes.append({"id": str(int(g.ids[p])), "label": label, "shape": shape, "color": color, **opts,
+                      "_width": _width(label, shape, margin)})
+    lay = layout(g, pos, np.array([n.pop("_width") for n in nodes], dtype=np.float64))
+
+    net = Network(height="calc(100vh - 12px)", width="100%", directed=True, heading="", cdn_resources="in_line")
+    net.options = json.loads(json.dumps(_OPTIONS))
+    ids = [n["id"] for n in nodes]  # strings: ids past 2**53 are not JavaScript numbers
+    for k in np.lexsort((g.ids[pos], lay.y, lay.x)).tolist():  # handed to vis.js column by column, top to bottom
+        node = nodes[k]
+        net.add_node(node.pop("id"), x=float(lay.x[k]), y=float(lay.y[k]), **node)
+    src, dst = _drawn_edges(g, pos)
 
     pairs: dict[tuple[int, int], int] = {}
     for a, b in zip(src.tolist(), dst.tolist()):
@@ -514,6 +548,9 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
         edge: dict[str, Any] = {"from": ids[a], "to": ids[b], "arrows": "to"}
         if count > 1:
             edge["label"] = f"×{count}"
+        if g.op[pos[a]] == Op.INVOCATION:  # the invocation is a factor of each of its inputs, states and outputs: drawn faint
+            edge["color"] = {"color": "#d4d4d4", "highlight": "#333333"}
+            edge["width"] = 0.6
         if d.marked[a] or d.marked[b]:
             edge["color"] = {"color": "#e88a8a", "highlight": "#e00000"}
             edge["dashes"] = True
@@ -521,7 +558,7 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
 
     info = DrawingInfo(d.title, len(pos), len(pairs), len(src), int(d.marked.sum()), tuple(sorted(mods_present)), with_poly)
     net.lipspark = info
-    page = _finish_page(net.generate_html(), _legend(info, colours, no_module), d.title)
+    page = _finish_page(net.generate_html(), _legend(info, colours, no_module), d.title, _frames(lay, colours))
     net.html = page
     return net, page
 

@@ -92,3 +92,18 @@ def _decimal_avg(present: list[tuple[Any, int]]) -> decimal.Decimal:
     total = sum((v * w for v, w in present), decimal.Decimal(0))
     mean = _EXACT.divide(total, decimal.Decimal(sum(w for _, w in present)))
     return mean.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP, context=_EXACT)
+
+
+class _Unknown:
+    """The type of :data:`UNKNOWN` (one instance)."""
+
+    def __repr__(self) -> str:
+        return "unknown"
+
+    __str__ = __repr__
+
+
+#: The what-if value of a black box whose inputs changed (and of what is computed from it): not
+#: recomputable from the graph (deletion propagation, :mod:`lipspark.query.deletion`).
+UNKNOWN: Any = _Unknown()
+

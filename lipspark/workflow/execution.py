@@ -317,6 +317,10 @@ class Executor:
             for e in self.workflow.inputs_of(inv.node):
                 for rname in e.relations:
                     frames[rname] = self._read(inv, module.relation(rname), outputs[e.src][rname], "i")
+            for rname in self.workflow.missing_inputs(inv.node):  # no edge brings it: empty, of its declared schema
+                empty = self.spark.createDataFrame([], module.relation(rname).ddl)
+                frames[rname] = empty if inv.tracker is None else AnnotatedFrame(
+                    inv.tracker, empty.select("*", F.lit(0).cast("long").alias(factor(0))), Layout(1, (), ()))
         return frames
 
     def _module_state(self, inv: _Invocation, state: _Relations) -> dict[str, Any]:

@@ -112,10 +112,7 @@ class Workflow:
                     if r in seen:
                         raise WorkflowError(f"workflow {name!r}: node {n.id!r} receives relation {r!r} on two incoming edges (from {seen[r]!r} and {e.src!r}); relation names on incoming edges must be disjoint")
                     seen[r] = e.src
-            if not n.input:
-                missing = [r for r in self.modules[n.module].inputs if r not in seen]
-                if missing:
-                    raise WorkflowError(f"workflow {name!r}: node {n.id!r} (module {n.module!r}) receives nothing for its inputs {missing}; add an edge carrying them")
+            # a module input no edge brings is an empty relation of its declared schema (Workflow.missing_inputs)
         self._check_acyclic()
         self._check_connected()
         return self
@@ -176,6 +173,16 @@ class Workflow:
                     if indeg[e.dst] == 0:
                         ready.append(e.dst)
         return order
+
+    def missing_inputs(self, node_id: str) -> list[str]:
+        """The inputs of a (non-input) node's module that no incoming edge brings: the node
+        reads each as an empty relation of its declared schema. A module used at several
+        nodes need not receive every input at each (``stock`` at ``stock_reserve`` reads orders,
+        at ``stock_ship`` shipments)."""
+        if self.nodes[node_id].input:
+            return []
+        brought = {r for e in self.inputs_of(node_id) for r in e.relations}
+        return [r for r in self.modules[self.nodes[node_id].module].inputs if r not in brought]
 
     def inputs_of(self, node_id: str) -> list[Edge]:
         return [e for e in self.edges if e.dst == node_id]

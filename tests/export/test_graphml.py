@@ -141,3 +141,13 @@ def test_cli_graphml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: py
     assert cli.main(["export", str(d), "-e", "zoomout dealer1", "--max-nodes", "2", "-o", str(tmp_path / "x.graphml")]) == 2
     assert not (tmp_path / "x.graphml").exists()
     assert sorted(os.listdir(tmp_path)) == ["g.xml", "graph", "z.graphml"]
+
+
+def test_a_view_after_a_delete_writes_its_what_if_values(tmp_path: Path):
+    """Deleting Cars:C2: Count (31) is written as 1, calcBid (40) as what_if="unknown" with no value."""
+    from lipspark.query.deletion import delete
+    write_graphml(delete(figure2c(), [3]).view, tmp_path / "d.graphml")
+    back = nx.read_graphml(tmp_path / "d.graphml", node_type=int)
+    assert float(back.nodes[31]["value"]) == 1
+    assert back.nodes[40]["what_if"] == "unknown" and "value" not in back.nodes[40]
+    assert "what_if" not in back.nodes[31]

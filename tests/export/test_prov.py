@@ -458,3 +458,17 @@ def test_cli_bad_target(graph_dir: Path, tmp_path: Path, capsys: pytest.CaptureF
     assert run_cli(str(graph_dir), "-o", str(tmp_path / "no" / "g.json")) == 2
     assert "cannot write" in capsys.readouterr().err
     assert not (tmp_path / "g.json").exists()
+
+
+def test_a_view_after_a_delete_exports_its_what_if_values():
+    """Deleting Cars:C2 leaves one Civic: the Count (31) says 1, not the captured 2, and the
+    calcBid black box (40) over it cannot be recomputed, so it says unknown and has no value."""
+    from lipspark.query.deletion import delete
+    g = figure2c()
+    view = delete(g, [3]).view
+    ents = entities(to_prov(view))
+    assert ents[31]["value"] == 1 and ents[31]["prov:value"] == 1
+    assert ents[40]["whatIf"] == "unknown" and "value" not in ents[40] and "prov:value" not in ents[40]
+    assert ents[33]["value"] == 1 and "whatIf" not in ents[33]
+    captured = entities(to_prov(g))
+    assert captured[31]["value"] == 2 and captured[40]["value"] == 19500.0 and "whatIf" not in captured[40]

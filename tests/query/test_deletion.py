@@ -89,7 +89,13 @@ def test_propagation_matches_definition_4_2(gen, rnd):
     assert r.removed_ids.tolist() == sorted(want)
     rest = nxg.copy()
     rest.remove_nodes_from(want)
+    for v, (_, _, new) in _expected_values(nxg, set(want)).items():  # the view reads the what-if values
+        if new is None:  # the aggregate over no values (Max of nothing): no value, as missing attributes are compared
+            rest.nodes[v].pop("value", None)
+        else:
+            rest.nodes[v]["value"] = new
     assert_same_graph(r.view, rest)
+    assert r.view.what_if == {c.node: c.after for c in r.values}
     outputs = {n for n, a in nxg.nodes(data=True) if a.get("type") == "o" and a["kind"] == "p"}
     assert r.surviving_outputs.tolist() == sorted(outputs - want)
     assert r.removed_outputs.tolist() == sorted(outputs & want)

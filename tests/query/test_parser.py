@@ -31,6 +31,7 @@ from lipspark.query.ast import (
     Pos,
     RelationRef,
     Reset,
+    Responsibility,
     Show,
     Subgraph,
     TokenSel,
@@ -155,6 +156,31 @@ def test_evaluate_ordered_levels_column_values_and_without_delta():
 def test_syntax_errors_of_the_new_evaluate_clauses(text, line, column, detail):
     err = syntax_error(text)
     assert (err.line, err.column) == (line, column), str(err)
+    assert detail in str(err)
+
+
+def test_shapley_and_banzhaf():
+    stmt = one('SHAPLEY output BestBid of agg execution 1 over Invocations given token "Requests:B1" = false samples 500 seed 7')
+    assert stmt == Responsibility("shapley", TupleSel("output", "BestBid", module="agg", execution=1), ("invocations",),
+                                  (Assignment(TokenSel("Requests:B1"), False),), 500, 7)
+    assert str(stmt) == 'shapley output BestBid of agg execution 1 over invocations given token "Requests:B1" = false samples 500 seed 7'
+    assert one("banzhaf node 3").players == ("tuples",) and str(one("banzhaf node 3 over tuples")) == "banzhaf node 3"
+    # both kinds, in one order however written (and once each)
+    assert one("shapley node 3 over invocations, tuples, invocations").players == ("tuples", "invocations")
+    # the new keywords stay names where only a name can follow
+    assert one("shapley tuple over in tuples").target == TupleSel("tuple", "over", module="tuples")
+    assert str(one("banzhaf output shapley")) == "banzhaf output `shapley`"
+
+
+@pytest.mark.parametrize("text, column, detail", [
+    ("shapley node 3 over", 20, "expected 'invocations' or 'tuples'"),
+    ("shapley node 3 over cars", 21, "unexpected 'cars'; expected 'invocations' or 'tuples'"),
+    ("shapley node 3 samples 5 over tuples", 26, "unexpected 'over'"),
+    ("banzhaf over tuples", 9, "unexpected 'over'; expected a selector"),
+])
+def test_syntax_errors_of_shapley_and_banzhaf(text, column, detail):
+    err = syntax_error(text)
+    assert (err.line, err.column) == (1, column), str(err)
     assert detail in str(err)
 
 
@@ -456,6 +482,9 @@ _statements = st.one_of(
     st.builds(Evaluate, _names.map(str.lower), _selectors,
               st.lists(_assignments, max_size=3).map(tuple), _opt_ids, _opt_ids),
     st.builds(Show, _selectors),
+    st.builds(Responsibility, st.sampled_from(["shapley", "banzhaf"]), _selectors,
+              st.sampled_from([("tuples",), ("invocations",), ("tuples", "invocations")]),
+              st.lists(_assignments, max_size=2).map(tuple), _opt_ids, _opt_ids),
 )
 
 
@@ -490,7 +519,7 @@ def test_error_names_the_source():
                          "output, invocation, node, token or value)")),
         ("frobnicate x", 1, 1, ("unexpected 'frobnicate'; expected ';', a statement (zoomout, zoomin, "
                                "reset, delete, subgraph, ancestors, descendants, depends, polynomial, "
-                               "evaluate, show or where) or the end of the query")),
+                               "evaluate, shapley, banzhaf, diff, show or where) or the end of the query")),
         ("show tuple Cars(CarId = )", 1, 25, ("unexpected ')'; expected a literal (a string, a number, "
                                              "true, false or null)")),
         ("show tuple Cars(CarId 'C2')", 1, 23, ("unexpected \"'C2'\"; expected a comparison operator "

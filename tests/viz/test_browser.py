@@ -69,11 +69,16 @@ _PROBE = """
         drawn: drawn, fits: fits, nodes: network.body.data.nodes.length, body_nodes: Object.keys(network.body.nodes).length,
         edges: network.body.data.edges.length, pwned: typeof window.__pwned !== "undefined",
         tips: tips, inked: inked(), legend: document.getElementById("lipspark-legend").textContent,
+        text: window.__lastText ? Object.keys(window.__lastText) : null,
         remote: Array.prototype.filter.call(document.querySelectorAll("script[src],link[href]"),
                                             function (e) { return /^https?:/.test(e.src || e.href); }).length
       });
       document.body.appendChild(out);
     }, 500);
+  }
+  if (window.__drawnText) {  // the text of each drawing, from its start (initRedraw) to its end (afterDrawing)
+    network.on("initRedraw", function () { window.__drawnText = {}; });
+    network.on("afterDrawing", function () { window.__lastText = window.__drawnText; });
   }
   network.once("afterDrawing", function () { report(true); });
   network.redraw();  // the first drawing may have happened before this script ran
@@ -83,8 +88,28 @@ _PROBE = """
 """
 
 
+#: in <head>, before vis.js draws anything: every string put on a canvas with fillText is recorded
+#: (the probe keeps those of the last complete drawing)
+_TEXT_SPY = """
+<script>
+window.__drawnText = {};
+(function (fill) {
+  CanvasRenderingContext2D.prototype.fillText = function (text) {
+    window.__drawnText[String(text)] = (window.__drawnText[String(text)] || 0) + 1;
+    return fill.apply(this, arguments);
+  };
+})(CanvasRenderingContext2D.prototype.fillText);
+</script>
+"""
+
+
 def _inject(page: str, snippet: str) -> str:
     i = page.rindex("</body>")
+    return page[:i] + snippet + page[i:]
+
+
+def _inject_head(page: str, snippet: str) -> str:
+    i = page.index("<head>") + len("<head>")
     return page[:i] + snippet + page[i:]
 
 
@@ -96,7 +121,7 @@ def _chrome(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _check(tmp: Path, page: str, name: str) -> dict[str, Any]:
     probe = tmp / name
-    probe.write_text(_inject(page, _PROBE), encoding="utf-8")
+    probe.write_text(_inject(_inject_head(page, _TEXT_SPY), _PROBE), encoding="utf-8")
     done = _chrome(tmp, "--dump-dom", probe.as_uri())
     m = re.search(r'<pre id="lipspark-check">(.*?)</pre>', done.stdout, re.DOTALL)
     assert m, f"the probe did not report (exit {done.returncode}); stderr tail: {done.stderr[-2000:]}"
@@ -192,7 +217,7 @@ def test_probe_detects_a_payload_that_runs(drawn: tuple[Path, Any, str]) -> None
 
 def test_screenshot_is_not_blank(drawn: tuple[Path, Any, str]) -> None:
     tmp, _, page = drawn
-    shot = tmp / "shot.png"
+    shot = Path(os.environ.get("LIPSPARK_SCREENSHOT", tmp / "shot.png"))  # set it to keep the picture
     copy = tmp / "shot.html"
     copy.write_text(page, encoding="utf-8")
     done = _chrome(tmp, f"--screenshot={shot}", "--window-size=1200,800", copy.as_uri())
@@ -203,3 +228,40 @@ def test_screenshot_is_not_blank(drawn: tuple[Path, Any, str]) -> None:
     assert len(colours) > 20, f"only {len(colours)} colours: the page looks blank"
     fill = bytes.fromhex(module_colours(figure2c(evil=True))["dealer1"][0][1:])
     assert pixels.count(fill) > 200, "no node in dealer1's colour on screen"
+
+
+#: what figure2c's nodes say, written out by hand from its data (tests/viz/__init__.py) and the
+#: paper's notation: tokens, operators, function=value, M_module[execution], [type] Relation(tuple)
+FIGURE2C_LABELS = [
+    "Cars:C2", "Cars:C3", "Requests:B1", "M_dealer1[1]", "M_agg[1]", "[i] Requests(P1, B1, Civic)",
+    "[s] Cars(C2, Civic)", "[s] Cars(C3, Civic)", "·", "δ", "⊗", "Count=2", "calcBid=19500.0", "1",
+    "[o] Bids(B1, P1, Civic, 19500…", "[o] Bids.Amount=19500.0", "[i] Bids(B1, 19500.0)", "[o] BestBid(B1, 19500.0)",
+]
+
+
+def _missing(got: dict[str, Any], wanted: list[str]) -> list[str]:
+    drawn = set(got["text"] or ())
+    return [w for w in wanted if w not in drawn]
+
+
+def test_node_labels_and_frames_are_drawn_on_the_canvas(drawn: tuple[Path, Any, str]) -> None:
+    """vis.js draws on a canvas, so the DOM holds no label: the page's fillText calls are
+    recorded, and every label of the drawing must be among them (and the frame captions and the
+    execution heading); the evil label is drawn as the text it is (cut), never as markup."""
+    tmp, net, page = drawn
+    got = _check(tmp, page, "labels.html")
+    assert got["drawn"] is True and got["text"] is not None
+    assert _missing(got, FIGURE2C_LABELS) == []
+    assert _missing(got, [n["label"] for n in net.nodes]) == []  # all of them, the evil one too
+    assert ("Cars:" + PAYLOAD_IMG)[:29] + "…" in got["text"]
+    assert _missing(got, ["dealer1 · execution 1", "agg · execution 1", "execution 1"]) == []
+
+
+def test_the_label_check_fails_when_labels_are_missing(drawn: tuple[Path, Any, str]) -> None:
+    """Control: the same page with vis.js told to draw no label (as its default does for small
+    text) leaves every label out, and the check sees it."""
+    tmp, _, page = drawn
+    hide = '<script>network.setOptions({nodes: {scaling: {label: {drawThreshold: 1000}}}});</script>'
+    got = _check(tmp, _inject(page, hide), "no-labels.html")
+    assert got["drawn"] is True
+    assert set(_missing(got, FIGURE2C_LABELS)) == set(FIGURE2C_LABELS)

@@ -16,9 +16,13 @@ from lipspark.errors import LipsparkError
 from lipspark.graph.index import GraphIndex
 from lipspark.query import Session, delete
 from lipspark.viz import levels, module_colours, render, repr_html, to_html
+from lipspark.viz.labels import LABEL_CHARS
 from tests.viz import FIG, PAYLOAD_IMG, PAYLOAD_SCRIPT, build, figure2c
 
+
+
 vr = importlib.import_module("lipspark.viz.render")  # the module (lipspark.viz.render is the function)
+vl = importlib.import_module("lipspark.viz.layout")
 
 
 def _by_id(net: Any) -> dict[str, dict[str, Any]]:
@@ -61,19 +65,42 @@ def test_zoomed_out_module_is_a_rounded_box_with_its_name(fig: GraphIndex) -> No
     assert len(net.nodes) == len(r.graph)
 
 
-def test_labels_show_types_tokens_and_values(fig_net: Any) -> None:
-    assert _node(fig_net, "in")["label"] == "· [i]"
-    assert _node(fig_net, "state:C2")["label"] == "· [s]"
-    assert _node(fig_net, "bids")["label"] == "· [o]"
-    assert _node(fig_net, "dealer1")["label"] == "M_dealer1[1] [m]"  # the token the polynomials use
-    assert _node(fig_net, "Cars:C2")["label"] == "Cars:C2"
-    assert _node(fig_net, "group")["label"] == "δ"
-    assert _node(fig_net, "join:C2")["label"] == "·"
-    assert _node(fig_net, "tensor:C2")["label"] == "⊗"
-    assert _node(fig_net, "count")["label"] == "Count\n= 2"
-    assert _node(fig_net, "calcBid")["label"] == "calcBid\n= 19500.0"
-    assert _node(fig_net, "one:C2")["label"] == "1"  # a constant is its value
-    assert _node(fig_net, "amount")["label"] == "· [o]\n= 19500.0"
+def test_labels_follow_the_papers_figures(fig_net: Any) -> None:
+    """Every label written out by hand from figure2c's data (tests/viz/__init__.py)."""
+    want = {
+        "Cars:C2": "Cars:C2", "Cars:C3": "Cars:C3", "Requests:B1": "Requests:B1",  # tokens by name
+        "dealer1": "M_dealer1[1]", "agg": "M_agg[1]",  # invocations: module and execution, the polynomials' token
+        "in": "[i] Requests(P1, B1, Civic)",  # boundary nodes: type, relation, tuple
+        "state:C2": "[s] Cars(C2, Civic)", "state:C3": "[s] Cars(C3, Civic)",
+        "join:C2": "·", "join:C3": "·", "group": "δ", "tensor:C2": "⊗", "tensor:C3": "⊗",  # operators
+        "count": "Count=2", "calcBid": "calcBid=19500.0",  # aggregates and black boxes: function=value
+        "one:C2": "1", "one:C3": "1",  # constants: their value
+        "bids": "[o] Bids(B1, P1, Civic, 19500…",  # cut at 30 characters
+        "amount": "[o] Bids.Amount=19500.0",  # a value of one column
+        "agg_in": "[i] Bids(B1, 19500.0)", "best": "[o] BestBid(B1, 19500.0)",
+    }
+    assert {name: _node(fig_net, name)["label"] for name in want} == want
+    assert set(want) == {name for name in FIG if name not in ("evil", "state:evil")} and len(want) == len(fig_net.nodes)
+
+
+def test_long_labels_are_cut_and_whole_in_the_title() -> None:
+    long = "x" * 80
+    g = build([{"id": 1, "kind": "p", "op": "token", "label": "Cars:" + long, "relation": "Cars"},
+               {"id": 2, "kind": "p", "op": "state", "label": "·", "type": "s", "relation": "Cars", "tuple": json.dumps({"CarId": long}),
+                "module": "m", "execution": 1, "invocation": 3},
+               {"id": 3, "kind": "p", "op": "invocation", "label": "m", "type": "m", "module": "m", "execution": 1, "invocation": 3},
+               {"id": 4, "kind": "v", "op": "sum", "label": "Sum", "value": 1.0 / 3, "module": "m", "execution": 1, "invocation": 3}],
+              [(1, 2), (3, 2), (2, 4)])
+    net = render(g)
+    for i, full in (("1", "Cars:" + long), ("2", f"[s] Cars({long})"), ("4", f"Sum={str(1.0 / 3)[:15]}…")):
+        n = _by_id(net)[i]
+        assert len(n["label"]) <= LABEL_CHARS and n["label"].endswith("…"), n["label"]
+        assert full.startswith(n["label"][:-1]) and f"<b>{full}</b>" in n["title"], (n["label"], n["title"][:120])
+
+
+def test_control_characters_cannot_break_a_label() -> None:
+    g = build([{"id": 1, "kind": "p", "op": "token", "label": "R:a\nb\u202ec", "relation": "R"}], [])
+    assert render(g).nodes[0]["label"] == "R:a\\nb\\u202ec"
 
 
 def test_one_colour_per_module(fig: GraphIndex, fig_net: Any) -> None:
@@ -113,15 +140,116 @@ def test_edges_point_from_input_to_derived_node(fig_net: Any) -> None:
     assert (str(FIG["count"]), str(FIG["calcBid"])) in pairs
     assert (str(FIG["state:C2"]), str(FIG["Cars:C2"])) not in pairs
     assert all(e["arrows"] == "to" for e in fig_net.edges)
-    assert fig_net.options["layout"]["hierarchical"]["direction"] == "LR"
+    # positions are computed: no vis.js layout, no physics to move them
+    assert fig_net.options["layout"]["hierarchical"]["enabled"] is False
     assert fig_net.options["physics"]["enabled"] is False
+    assert all(isinstance(n["x"], float) and isinstance(n["y"], float) for n in fig_net.nodes)
 
 
-def test_levels_increase_along_edges(fig_net: Any) -> None:
-    lv = {n["id"]: n["level"] for n in fig_net.nodes}
-    assert fig_net.edges and all(lv[e["from"]] < lv[e["to"]] for e in fig_net.edges)
-    assert lv[str(FIG["Cars:C2"])] == 0
-    assert lv[str(FIG["one:C2"])] == lv[str(FIG["tensor:C2"])] - 1  # constants next to their ⊗
+def _xy(net: Any) -> dict[str, tuple[float, float]]:
+    return {n["id"]: (n["x"], n["y"]) for n in net.nodes}
+
+
+def test_every_edge_points_right(fig_net: Any) -> None:
+    xy = _xy(fig_net)
+    assert fig_net.edges and all(xy[e["from"]][0] < xy[e["to"]][0] for e in fig_net.edges)
+    x = {name: xy[str(FIG[name])][0] for name in FIG if str(FIG[name]) in xy}
+    assert x["join:C2"] <= x["one:C2"] < x["tensor:C2"]  # a constant just left of its ⊗, not at the far left
+    assert x["dealer1"] < min(x[n] for n in ("Cars:C2", "Cars:C3", "in"))  # the invocation leads its frame
+
+
+def _frames(net: Any) -> list[dict[str, Any]]:
+    m = re.search(r"var d = (\{.*?\});\n", net.html)
+    assert m, "no frame data in the page"
+    return json.loads(m.group(1))["frames"]
+
+
+def _inside(xy: tuple[float, float], f: dict[str, Any]) -> bool:
+    return f["left"] < xy[0] < f["right"] and f["top"] < xy[1] < f["bottom"]
+
+
+def test_invocations_are_framed_in_workflow_order(fig_net: Any) -> None:
+    """dealer1's nodes (and the base tuples it reads) inside its frame, agg's inside agg's, which is to the right."""
+    xy = _xy(fig_net)
+    frames = {f["caption"]: f for f in _frames(fig_net)}
+    assert set(frames) == {"dealer1 · execution 1", "agg · execution 1"}
+    d1, ag = frames["dealer1 · execution 1"], frames["agg · execution 1"]
+    for name in ("dealer1", "Cars:C2", "Cars:C3", "Requests:B1", "in", "state:C2", "group", "count", "calcBid", "bids", "amount"):
+        assert _inside(xy[str(FIG[name])], d1) and not _inside(xy[str(FIG[name])], ag), name
+    for name in ("agg", "agg_in", "best"):
+        assert _inside(xy[str(FIG[name])], ag), name
+    assert d1["right"] < ag["left"]
+    assert d1["fill"].startswith("rgba(") and d1["border"] == module_colours(figure2c())["dealer1"][1]
+
+
+def _workflow(executions: int = 2) -> GraphIndex:
+    """A workflow req → (d1 ‖ d2) → agg, run ``executions`` times; d1 and d2 read the state tuple S:s."""
+    rows: list[dict[str, Any]] = [{"id": 1, "kind": "p", "op": "token", "label": "S:s", "relation": "S"}]
+    edges: list[tuple[int, int]] = []
+    for e in range(1, executions + 1):
+        base = 1000 * e
+        out_of: dict[str, int] = {}
+        for k, m in enumerate(("req", "d2", "d1", "agg")):  # d2 recorded before d1: the rank, not the name, orders them
+            inv = base + 100 * (k + 1)
+            ctx = {"module": m, "node": m, "execution": e, "invocation": inv}
+            rows.append({"id": inv, "kind": "p", "op": "invocation", "label": m, "type": "m", **ctx})
+            ins = [] if m == "req" else [out_of["req"]] if m in ("d1", "d2") else [out_of["d1"], out_of["d2"]]
+            last = []
+            for j, src in enumerate(ins):
+                rows.append({"id": inv + 1 + j, "kind": "p", "op": "input", "label": "·", "type": "i", "relation": "R", **ctx})
+                edges += [(src, inv + 1 + j), (inv, inv + 1 + j)]
+                last.append(inv + 1 + j)
+            if m in ("d1", "d2"):
+                rows.append({"id": inv + 10, "kind": "p", "op": "state", "label": "·", "type": "s", "relation": "S", **ctx})
+                edges += [(1, inv + 10), (inv, inv + 10)]
+                rows.append({"id": inv + 11, "kind": "p", "op": "times", "label": "·", **ctx})
+                edges += [(inv + 10, inv + 11), (last[0], inv + 11)]
+                last = [inv + 11]
+            rows.append({"id": inv + 50, "kind": "p", "op": "output", "label": "·", "type": "o", "relation": "R", **ctx})
+            edges += [(inv, inv + 50)] + [(x, inv + 50) for x in last]
+            out_of[m] = inv + 50
+    return build(rows, edges)
+
+
+def test_workflow_ranks_come_from_the_graph() -> None:
+    ranks = vl.workflow_ranks(_workflow())
+    assert {m: r for m, (r, _) in ranks.items()} == {"req": 0, "d1": 1, "d2": 1, "agg": 2}
+    assert ranks["d2"][1] < ranks["d1"][1]  # first invocation ids: d2 ran first
+
+
+def test_one_execution_per_column_modules_in_dag_order() -> None:
+    g = _workflow(executions=3)
+    net = render(g)
+    xy = _xy(net)
+    ex = dict(zip((str(i) for i in g.ids.tolist()), g.column("execution").tolist()))
+    mod = dict(zip((str(i) for i in g.ids.tolist()), g.column("module").tolist()))
+    for e in (1, 2):  # every node of execution e left of every node of e + 1
+        assert max(xy[i][0] for i in xy if ex[i] == e) < min(xy[i][0] for i in xy if ex[i] == e + 1)
+    for e in (1, 2, 3):  # in one execution: req, then d1 and d2 side by side (stacked), then agg
+        span = {m: [xy[i][0] for i in xy if ex[i] == e and mod[i] == m] for m in ("req", "d1", "d2", "agg")}
+        assert max(span["req"]) < min(span["d1"] + span["d2"]) and max(span["d1"] + span["d2"]) < min(span["agg"])
+        assert xy[str(1000 * e + 300)][0] == xy[str(1000 * e + 200)][0]  # the two dealers' invocations: one column
+        d1 = [xy[i][1] for i in xy if ex[i] == e and mod[i] == "d1"]
+        d2 = [xy[i][1] for i in xy if ex[i] == e and mod[i] == "d2"]
+        assert max(d2) < min(d1)  # stacked in the order they ran (d2 first), not overlapping
+    assert xy["1"][0] < xy["1210"][0]  # the state tuple sits left of its first use, in execution 1
+    assert all(xy[e["from"]][0] < xy[e["to"]][0] for e in net.edges)
+    captions = [f["caption"] for f in _frames(net)]
+    assert len(captions) == 12 and "d1 · execution 3" in captions
+    heads = json.loads(re.search(r"var d = (\{.*?\});\n", net.html).group(1))["executions"]  # type: ignore[union-attr]
+    assert [h["caption"] for h in heads] == ["execution 1", "execution 2", "execution 3"]
+
+
+def test_layout_is_deterministic() -> None:
+    """The same graph gives the same positions, whatever order its rows were stored in."""
+    g = _workflow()
+    once, again = _xy(render(g)), _xy(render(g))
+    assert once == again
+    nodes, edges = g.frame(), g.edge_frame()
+    shuffled = GraphIndex.build(nodes.sample(frac=1, random_state=7).reset_index(drop=True),
+                                edges.sample(frac=1, random_state=3).reset_index(drop=True))
+    assert _xy(render(shuffled)) == once
+    assert len(set(once.values())) == len(once)  # no two nodes on one spot
 
 
 def test_executions_read_left_to_right() -> None:
@@ -141,7 +269,7 @@ def test_executions_read_left_to_right() -> None:
         now = [lv[i] for i in g.ids.tolist() if i // 10 == e or (e == 2 and i == 99)]
         assert min(now) > max(before), (e, before, now)
     net = render(g)
-    by = {n["id"]: n["level"] for n in net.nodes}
+    by = {n["id"]: n["x"] for n in net.nodes}
     assert all(by[e["from"]] < by[e["to"]] for e in net.edges)
 
 
@@ -232,7 +360,8 @@ def test_labels_are_plain_canvas_text(evil_page: tuple[Any, str]) -> None:
     """Labels are drawn with canvas fillText (no markup mode), so they are shown as they are;
     in the page they sit in JSON where < > & ' are \\u escapes."""
     net, page = evil_page
-    assert _node(net, "evil")["label"] == "Cars:" + PAYLOAD_IMG
+    assert _node(net, "evil")["label"] == ("Cars:" + PAYLOAD_IMG)[:LABEL_CHARS - 1] + "…"  # cut; whole (escaped) in the title
+    assert "<b>Cars:&lt;img src=x onerror=&quot;window.__pwned=2&quot;&gt;</b>" in _node(net, "evil")["title"]
     assert "multi" not in net.options["nodes"]["font"]
     assert "Cars:\\u003cimg src=x onerror=" in page
 
@@ -410,3 +539,56 @@ def test_cli_no_graph_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["viz", str(tmp_path / "nope"), "-o", str(tmp_path / "x.html")]) == 2
     assert "no graph at" in capsys.readouterr().err
     assert not (tmp_path / "x.html").exists()
+
+
+# ---------------------------------------------------------------------------------- what-if labels
+
+
+def test_a_deletion_shows_values_before_and_after(fig: GraphIndex) -> None:
+    """Deleting car C2 (by hand: one member of dealer1's group left): Count 2→1; calcBid, a black
+    box of the count, and the bid it becomes cannot be recomputed: ?."""
+    for drawn in (render(Session(fig).run('delete tuple Cars(CarId = "C2")')[0]), render(delete(fig, [FIG["Cars:C2"]]))):
+        assert _node(drawn, "count")["label"] == "Count 2→1"
+        assert _node(drawn, "calcBid")["label"] == "calcBid 19500.0→?"
+        assert _node(drawn, "amount")["label"] == "[o] Bids.Amount 19500.0→?"
+        assert "after the deletion: 1" in _node(drawn, "count")["title"]
+        assert _node(drawn, "count")["borderWidth"] == 3
+        assert _node(drawn, "one:C3")["label"] == "1" and _node(drawn, "group")["label"] == "δ"  # unchanged
+    assert _node(render(fig), "count")["label"] == "Count=2"  # no deletion, no arrow
+
+
+def test_a_view_after_a_deletion_shows_its_what_if_values(fig: GraphIndex) -> None:
+    """What a session shows after the delete (the view, a trace in it) draws the same arrows."""
+    session = Session(fig)
+    session.run('delete tuple Cars(CarId = "C2")')
+    for drawn in (render(session.view), render(delete(fig, [FIG["Cars:C2"]]).view), render(session.run("show node " + str(FIG["count"]))[0])):
+        assert _node(drawn, "count")["label"] == "Count 2→1"
+    drawn = render(session.view)
+    assert _node(drawn, "calcBid")["label"] == "calcBid 19500.0→?"
+    assert "Cars:C2" not in {n["label"] for n in drawn.nodes}  # deleted, so not in the view
+    session.run("reset")
+    assert _node(render(session.view), "count")["label"] == "Count=2"
+
+
+def test_frame_data_cannot_close_the_script() -> None:
+    evil = "</script><script>window.__pwned=4</script>&'"
+    ctx = {"module": evil, "node": evil, "execution": 1, "invocation": 10}
+    g = build([{"id": 10, "kind": "p", "op": "invocation", "label": evil, "type": "m", **ctx},
+               {"id": 11, "kind": "p", "op": "output", "label": "·", "type": "o", "relation": "R", **ctx}], [(10, 11)])
+    page = render(g).html
+    m = re.search(r"var d = (\{.*?\});\n", page)
+    assert m and not set("<>&'") & set(m.group(1))
+    assert json.loads(m.group(1))["frames"][0]["caption"] == evil + " · execution 1"  # the caption is the name, as data
+    assert page.count("</script>") == to_html(build([{"id": 1, "kind": "p", "op": "token", "label": "R:a"}], [])).count("</script>")
+
+
+def test_a_data_value_unknown_is_not_a_what_if_unknown_and_a_condition_says_it_may_differ() -> None:
+    from lipspark.viz.labels import node_label
+    from lipspark.vocabulary import UNKNOWN
+    g = build([{"id": 1, "kind": "v", "op": "black_box", "label": "f", "value": "unknown"},
+               {"id": 2, "kind": "v", "op": "condition", "label": "filter (a > 1)"}], [(1, 2)])
+    rows = g.frame().astype(object).to_dict("records")
+    assert node_label(g, 0, rows[0]) == "f=unknown"  # the data says "unknown": shown as data
+    assert node_label(g, 0, rows[0], ("unknown", UNKNOWN)) == "f unknown→?"
+    assert node_label(g, 1, rows[1]) == "filter (a > 1)"
+    assert node_label(g, 1, rows[1], (None, UNKNOWN)) == "filter (a > 1) ?"  # its outcome, not a value
