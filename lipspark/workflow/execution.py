@@ -252,14 +252,19 @@ class Executor:
             json.dump({"format": LINEAGE_FORMAT, "version": LINEAGE_VERSION, "execution": n,
                        "relations": [r.to_json() for r in self._lineage]}, fh, indent=1, sort_keys=True)
 
-    def _record_lineage(self, inv: _Invocation, rname: str, frame: Any, rel_dir: str, kind: str) -> None:
-        """The column lineage of one relation the invocation wrote: one walk of its plan."""
-        start = time.perf_counter()
-        df = self._written.pop(rel_dir)
-        columns, dataset, opaque = column_lineage(df, {path: d for path, (d, _, _) in inv.reads.items()}, inv.read_ids)
+    def _lineage_of(self, inv: _Invocation, rname: str, df: Any, rel_dir: str, kind: str) -> Callable[[], tuple[RelationLineage, float]]:
+        """The action computing the column lineage of one relation the invocation writes (one
+        walk of its plan, on the driver), with the seconds it took; it runs beside the writes."""
+        sources = {path: d for path, (d, _, _) in inv.reads.items()}
+        known = dict(inv.read_ids)
         reads = {d: (role, name) for d, role, name in inv.reads.values()}
-        self._lineage.append(RelationLineage(rel_dir, inv.node, inv.module.name, rname, kind, reads, columns, dataset, opaque))
-        self.lineage_seconds += time.perf_counter() - start
+
+        def action() -> tuple[RelationLineage, float]:
+            start = time.perf_counter()
+            columns, dataset, opaque = column_lineage(df, sources, known)
+            return (RelationLineage(rel_dir, inv.node, inv.module.name, rname, kind, reads, columns, dataset, opaque),
+                    time.perf_counter() - start)
+        return action
 
     def _invocations(self, n: int, inputs: Mapping[str, Mapping[str, Any]],
                      on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations, _Relations]:
@@ -355,9 +360,15 @@ class Executor:
                    for rname in names]
         for rname, _, _ in planned:
             check_schema(module, module.relation(rname), result[rname])
-        run_concurrently([self._writer(result[rname], rel_dir) for rname, _, rel_dir in planned])
-        for rname, kind, rel_dir in planned:
-            self._record_lineage(inv, rname, result[rname], rel_dir, "output" if kind == "output" else "state")
+        writers = [self._writer(result[rname], rel_dir) for rname, _, rel_dir in planned]
+        # the column lineage is driver work (a plan as JSON), so it runs while the writes' jobs do
+        lineage = [self._lineage_of(inv, rname, self._written.pop(rel_dir), rel_dir, "output" if kind == "output" else "state")
+                   for rname, kind, rel_dir in planned]
+        actions: list[Callable[[], Any]] = [*writers, *lineage]
+        done = run_concurrently(actions)
+        for record, seconds in done[len(writers):]:
+            self._lineage.append(record)
+            self.lineage_seconds += seconds
         described: tuple[dict[str, RelationDescriptor], dict[str, RelationDescriptor]] = ({}, {})
         for rname, kind, rel_dir in planned:
             desc = self._describe_result(inv, module.relation(rname), result[rname], rel_dir, kind)
@@ -365,10 +376,11 @@ class Executor:
         return described
 
     def _release(self) -> None:
-        """Free what every invocation's tracker cached."""
+        """Free what every invocation's tracker cached, and the frames kept for the lineage."""
         for t in self._trackers:
             t.release()
         self._trackers.clear()
+        self._written.clear()
 
     def _check_inputs(self, inputs: Mapping[str, Mapping[str, DataFrame]]) -> None:
         expected = self.workflow.workflow_inputs()
