@@ -44,8 +44,8 @@ def _positive(text: str) -> int:
     return n
 
 
-_EXPORT_FORMATS = ("prov-json", "prov-n", "graphml")
-_EXPORT_SUFFIXES = {".json": "prov-json", ".provn": "prov-n", ".graphml": "graphml"}
+_EXPORT_FORMATS = ("prov-json", "prov-n", "graphml", "openlineage")
+_EXPORT_SUFFIXES = {".json": "prov-json", ".provn": "prov-n", ".graphml": "graphml", ".jsonl": "openlineage"}
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -90,6 +90,7 @@ _EXAMPLES = {
     "export": [
         f"lipspark export {_DEMO} -o car_dealership.json",
         f'lipspark export {_DEMO} -e "ancestors output BestBid of agg execution 1" -o best_bid.graphml',
+        f"lipspark export {_DEMO} --format openlineage -o car_dealership.openlineage.jsonl",
     ],
     "viz": [
         f'lipspark viz {_DEMO} -e "zoomout dealer2, dealer3, dealer4; ancestors output BestBid of agg execution 1" -o viz/best_bid.html',
@@ -169,14 +170,20 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     sh.add_argument("--ids", action="store_true", help="tables show node ids too")
     sh.add_argument("--all", action="store_true", help="tables show every row (default: the first 50)")
-    x = command("export", help="export a captured graph, or a query's final view or answer, as W3C PROV or GraphML",
+    x = command("export", help="export a captured graph, or a query's final view or answer, as W3C PROV or GraphML; "
+                               "a workflow store's runs and column lineage as OpenLineage events",
                 description="Export a graph as W3C PROV (PROV-JSON, PROV-N) or GraphML. With a query, export the view "
                             "it leaves (after zoomout/delete), or only the nodes its last statement answers "
-                            "(show, ancestors, descendants, subgraph). See docs/export.md.")
+                            "(show, ancestors, descendants, subgraph). --format openlineage exports a workflow store's "
+                            "executions and module invocations as OpenLineage run events with column lineage, to a "
+                            "JSON-lines file and/or an OpenLineage endpoint (--url). See docs/export.md.")
     x.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     x.add_argument("--format", choices=_EXPORT_FORMATS, default=None,
-                   help="output format (default: from the output's suffix: .json, .provn, .graphml)")
-    x.add_argument("-o", "--output", required=True, help="the file to write (written atomically: nothing is written on error)")
+                   help="output format (default: from the output's suffix: .json, .provn, .graphml, .jsonl)")
+    x.add_argument("-o", "--output", "--out", default=None,
+                   help="the file to write (written atomically: nothing is written on error); optional with --url")
+    x.add_argument("--url", default=None, help="openlineage only: also post the events to this OpenLineage endpoint "
+                                               "(its /api/v1/lineage); off unless given")
     xsrc = x.add_mutually_exclusive_group()
     xsrc.add_argument("file", nargs="?", help="a query file (.lq) whose result to export")
     xsrc.add_argument("-e", "--expression", help="query text whose result to export (lipspark query --help shows the statements)")
@@ -364,11 +371,17 @@ def _export(args: Any) -> int:
     from lipspark.export import write_graphml, write_prov
 
     fmt = args.format
-    if fmt is None:
+    if fmt is None and args.output is not None:
         fmt = _EXPORT_SUFFIXES.get(os.path.splitext(args.output)[1].lower())
-        if fmt is None:
-            raise LipsparkError(f"cannot tell the export format from {args.output!r}; give --format {'|'.join(_EXPORT_FORMATS)} "
-                                f"or an output ending in {', '.join(_EXPORT_SUFFIXES)}")
+    if fmt == "openlineage" or (fmt is None and args.output is None and args.url is not None):
+        return _export_openlineage(args)
+    if args.url is not None:
+        raise LipsparkError(f"--url sends OpenLineage events; give --format openlineage (this export is {fmt or 'chosen by the output suffix'})")
+    if args.output is None:
+        raise LipsparkError("lipspark export needs -o FILE (--url alone is for --format openlineage)")
+    if fmt is None:
+        raise LipsparkError(f"cannot tell the export format from {args.output!r}; give --format {'|'.join(_EXPORT_FORMATS)} "
+                            f"or an output ending in {', '.join(_EXPORT_SUFFIXES)}")
     if args.max_nodes < 0:
         raise LipsparkError(f"--max-nodes must be 0 (no limit) or positive, found {args.max_nodes}")
     max_nodes = args.max_nodes or None
@@ -384,6 +397,24 @@ def _export(args: Any) -> int:
         name = "PROV-JSON" if fmt == "prov-json" else "PROV-N"
         nodes = len(graph) if positions is None else len(positions)
         print(f"wrote {args.output}: {name} of {what}, {nodes} nodes, {records} PROV records")
+    return 0
+
+
+def _export_openlineage(args: Any) -> int:
+    import os
+    import time
+
+    from lipspark.export.openlineage import write_openlineage
+
+    if args.file is not None or args.expression is not None:
+        raise LipsparkError("--format openlineage exports a whole store (every execution and invocation); it takes no query")
+    if not os.path.exists(os.path.join(args.graph, "store.json")):
+        raise LipsparkError(f"no workflow store at {args.graph}: OpenLineage events describe a workflow's runs (lipspark run WORKFLOW --graph DIR)")
+    _materialized(args.graph)
+    start = time.perf_counter()
+    n = write_openlineage(args.graph, args.output, args.url)
+    where = " and ".join(w for w in (args.output, args.url) if w)
+    print(f"wrote {n} OpenLineage events to {where} in {time.perf_counter() - start:.1f} s")
     return 0
 
 

@@ -22,6 +22,8 @@ The names a graph offers, and what completes where:
 (['Model'], ['agg', 'dealer1'])
 >>> complete("evaluate c", names), complete("polynomial output Bids ", names)
 (['counting'], ['in', 'of', 'execution', 'expanded'])
+>>> complete("where ", names), complete("where column M", names), complete("where column Model of ", names)[:2]
+(['column'], ['Model'], ['tuple', 'input'])
 """
 from __future__ import annotations
 
@@ -79,6 +81,8 @@ STATEMENTS: tuple[StatementHelp, ...] = (
     StatementHelp("diff", "diff input|state|output REL[(COLUMN = VALUE, ...)] [of MODULE] execution N, execution M [on COLUMN, ...]",
                   "the tuples that appeared, disappeared or changed value between two executions, and the provenance that explains each",
                   "diff output BestBid of agg execution 1, execution 2 on Model"),
+    StatementHelp("where", "where column COLUMN of SELECTOR", "the base tuples and columns each node's value of the column was copied or computed from",
+                  "where column UserId of output BestBid of agg execution 1"),
 )
 
 _SELECTORS = ("tuple", "input", "state", "output", "invocation", "node", "token", "value")
@@ -228,8 +232,11 @@ def complete(line: str, names: Names) -> list[str]:
         return _names(w, names.modules)
     if p == "value":
         return _names(w, names.values or sorted({c for cols in names.columns.values() for c in cols}))
+    if head == "where" and len(stmt) <= 3:  # where column COLUMN of
+        return (_keywords(w, ["column"]) if len(stmt) == 1 else
+                _names(w, sorted({c for cols in names.columns.values() for c in cols})) if len(stmt) == 2 else _keywords(w, ["of"]))
     if p in ("in", "of"):
-        if len(stmt) >= 3 and lowered[-3] == "value":
+        if len(stmt) >= 3 and lowered[-3] in ("value", "column"):
             return _keywords(w, _SELECTORS)
         return _names(w, names.modules)
     if p == "execution":

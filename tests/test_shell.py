@@ -38,7 +38,7 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
 
 @pytest.mark.parametrize("line, expected", [
     ("", ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends", "polynomial",
-          "evaluate", "shapley", "banzhaf", "show", "diff", "help", "quit", "exit"]),
+          "evaluate", "shapley", "banzhaf", "show", "diff", "where", "help", "quit", "exit"]),
     ("de", ["delete", "descendants", "depends"]),
     ("ZOOM", ["ZOOMOUT", "ZOOMIN"]),
     ("zoomout ", ["agg", "dealer1"]),
@@ -81,6 +81,11 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
     ("diff state Cars of dealer1 execution 1, execution 2 ", ["on"]),
     ("diff state Cars of dealer1 execution 1, execution 2 on ", ["CarId", "Model"]),
     ("diff state Cars of dealer1 execution 1, execution 2 on CarId, M", ["Model"]),
+    ("where ", ["column"]),
+    ("where column ", ["Amount", "BidId", "CarId", "Model", "UserId"]),  # every column of the graph's relations
+    ("where column CarId ", ["of"]),
+    ("where column CarId of ", ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]),
+    ("where column CarId of output Bids ", ["in", "of", "execution"]),
 ])
 def test_tab_completes_keywords_and_names_where_they_fit(names, line, expected):
     assert complete(line, names) == expected

@@ -23,6 +23,7 @@ __all__ = [
     "condition_sql",
     "join_references",
     "column_references",
+    "expression_tree",
     "node_name",
     "read_projection",
     "read_aggregate",
@@ -65,7 +66,12 @@ class _Node:
 
 
 def _tree(jexpr: Any) -> _Node:
-    nodes = json.loads(jexpr.toJSON())
+    return expression_tree(json.loads(jexpr.toJSON()))
+
+
+def expression_tree(nodes: list[dict[str, Any]]) -> _Node:
+    """An expression tree from Catalyst's JSON form (its nodes in pre-order, each with its
+    ``num-children``), as one expression-valued field of a plan's JSON holds it."""
     pos = 0
 
     def build() -> _Node:

@@ -26,6 +26,7 @@ from lipspark.query.engine import Result, Session
 from lipspark.query.parser import parse
 from lipspark.query.selector import resolve
 from lipspark.query.trace import ancestors, depends, descendants, subgraph
+from lipspark.query.where import WhereRow, trace_column, where_provenance
 from lipspark.query.zoom import intermediate, zoom_in, zoom_out
 
 __all__ = [
@@ -34,5 +35,6 @@ __all__ = [
     "delete", "DeletionResult", "ValueChange",
     "ancestors", "descendants", "subgraph", "depends",
     "polynomial", "expanded", "evaluate", "provenance_mapping",
+    "where_provenance", "trace_column", "WhereRow",
     "diff", "ExecutionDiff", "TupleDiff",
 ]

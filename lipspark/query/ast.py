@@ -50,6 +50,7 @@ __all__ = [
     "Show",
     "Diff",
     "Responsibility",
+    "Where",
     "format_name",
     "format_literal",
 ]
@@ -62,6 +63,7 @@ KEYWORDS: frozenset[str] = frozenset({
     "input", "state", "output", "invocation", "node", "token", "value", "of", "in", "execution",
     "relation", "default", "true", "false", "null", "without", "delta", "diff",
     "shapley", "banzhaf", "over", "tuples", "invocations",
+    "where", "column",
 })
 
 LiteralValue: TypeAlias = str | int | float | bool | None
@@ -456,3 +458,15 @@ class Responsibility(Statement):
         if self.seed is not None:
             text += f" seed {self.seed}"
         return text
+
+
+@dataclass(frozen=True)
+class Where(Statement):
+    """Where-provenance: the base tuples and columns the value of ``column`` in each tuple the
+    target matches was copied or computed from."""
+
+    column: str
+    target: Selector
+
+    def __str__(self) -> str:
+        return f"where column {format_name(self.column)} of {self.target}"

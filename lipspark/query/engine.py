@@ -477,6 +477,29 @@ class Session:
                          "value": d["value"], "what_if": d.get("what_if"), "polynomial": str(expr)})
         return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "value", "what_if", "polynomial"])
 
+    def _where(self, stmt: ast.Where) -> Result:
+        from lipspark.errors import StoreError
+        from lipspark.query.where import where_provenance
+
+        where = f"{stmt} (line {stmt.pos.line})"
+        if self.path is None:
+            raise QueryError(f"{where}: where-provenance reads the column lineage a workflow store records; this session "
+                             "was given a graph in memory: open it on the store's path, Session(\"graphs/NAME\")")
+        targets = self._resolve(stmt.target)
+        rows: list[dict[str, Any]] = []
+        for p, d in zip(targets.tolist(), node_rows(self.view, targets)):
+            try:
+                found = where_provenance(self.view, self.path, int(self.view.ids[p]), stmt.column)
+            except (QueryError, StoreError) as err:
+                raise QueryError(f"{where}: {err}") from None
+            rows += [{**r.to_dict(), "of": d["name"], "of_node": d["id"]} for r in found]
+        rows.sort(key=lambda r: (r["of_node"], -1 if r["execution"] is None else r["execution"], r["relation"], r["tuple"], r["column"]))
+        columns = (["of"] if len(targets) > 1 else []) + ["relation", "module", "execution", "tuple", "column", "value", "how", "description"]
+        relations = sorted({r["relation"] for r in rows})
+        summary = (f"{len(rows)} base value(s) from {len(relations)} relation(s)" + (f": {', '.join(relations)}" if relations else
+                   f"; {stmt.column} is computed from no base column (a constant)") + (" (on a zoomed view: tuples a zoomout hides are not listed)" if self.view.zoom else ""))
+        return Result(str(stmt), "where", rows=rows, summary=summary, columns=columns)
+
     def _semiring(self, stmt: ast.Evaluate) -> Semiring[Any] | None:
         """The semiring a statement names (None: probability); minmax/maxmin over its levels."""
         from lipspark.semiring import MaxMinSemiring, MinMaxSemiring, get_semiring, semiring_names
@@ -674,6 +697,7 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.Evaluate: Session._evaluate,
     ast.Diff: Session._diff,
     ast.Responsibility: Session._responsibility,
+    ast.Where: Session._where,
 }
 
 

@@ -39,6 +39,7 @@ from lipspark.query.ast import (
     InvocationSel,
     LiteralValue,
     NodeSel,
+    Where,
     Polynomial,
     Pos,
     RelationRef,
@@ -74,12 +75,12 @@ _FRIENDLY = {
     "$END": _END,
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
-               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show"]
+               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show", "where"]
 _SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
 _OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
 # Whole groups of expected tokens are described by one phrase, to keep messages short.
 _GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("a statement (" + ", ".join(_STATEMENTS[:-1]) + " or show)",
+    ("a statement (" + ", ".join(_STATEMENTS[:-1]) + f" or {_STATEMENTS[-1]})",
      frozenset(f"'{k}'" for k in _STATEMENTS)),
     ("a selector (" + ", ".join(_SELECTORS[:-1]) + " or value)",
      frozenset(f"'{k}'" for k in _SELECTORS)),
@@ -349,6 +350,9 @@ class _ToAst(Transformer):
 
     def player_kind(self, meta: Meta, token: Token) -> str:
         return token.value.lower()
+
+    def where(self, meta: Meta, column: str, target: Selector) -> Where:
+        return Where(column, target, pos=_pos(meta))
 
     def name_list(self, meta: Meta, *names: str) -> list[str]:
         return list(names)

@@ -19,8 +19,10 @@ a :class:`~lipspark.tracker.Tracker` of the invocation's own (its :class:`Contex
 """
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
@@ -28,6 +30,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark.capture.builder import GraphBuilder
+from lipspark.capture.lineage import column_lineage, leaf_ids
 from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
 from lipspark.errors import WorkflowError
@@ -37,6 +40,7 @@ from lipspark.store import Store
 from lipspark.tracker import Tracker
 from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, InvocationSegment, PScheme, RelationDescriptor
 from lipspark.vocabulary.ids import positional, positional_col
+from lipspark.vocabulary.lineage import LINEAGE_FILE, LINEAGE_FORMAT, LINEAGE_VERSION, RelationLineage
 from lipspark.vocabulary.tokens import key_violation
 from lipspark.workflow.module import Module, Relation
 from lipspark.workflow.relations import (
@@ -67,6 +71,10 @@ class _Invocation:
     execution: int
     inv_id: int
     tracker: Tracker | None
+    #: what the invocation read: absolute directory → (store-relative directory, role i/s, relation)
+    reads: dict[str, tuple[str, str, str]] = field(default_factory=dict)
+    #: the exprIds of the columns of those scans → store-relative directory (lipspark.capture.lineage)
+    read_ids: dict[int, str] = field(default_factory=dict)
 
 
 class Executor:
@@ -83,15 +91,22 @@ class Executor:
         self.tokens = provenance
         self.builder: GraphBuilder | None = None
         self._trackers: list[Tracker] = []
+        #: the column lineage of every relation the current execution wrote (lineage.json)
+        self._lineage: list[RelationLineage] = []
+        self._written: dict[str, Any] = {}
+        #: seconds spent computing it, for benchmarks (docs/benchmarks.md)
+        self.lineage_seconds = 0.0
 
     # ------------------------------------------------------------------ relations on disk
     def _writer(self, df: Any, rel_dir: str) -> Callable[[], None]:
-        """The job that writes ``df`` at ``rel_dir`` (planned now, run by the caller)."""
+        """The job that writes ``df`` at ``rel_dir`` (planned now, run by the caller); what it
+        writes, before its layout, is kept for the column lineage (already analyzed)."""
+        self._written[rel_dir] = df.with_annotations() if isinstance(df, AnnotatedFrame) else df
         if isinstance(df, AnnotatedFrame):
             # Boundary node ids are positions in these files, and after a shuffle neither the
             # partition a row lands in nor its order there is guaranteed to repeat (the crash test
             # saw both change). One sorted file makes positions a function of the data alone.
-            data = df.with_annotations()
+            data = self._written[rel_dir]
             keys = [f.name for f in data.schema.fields if not isinstance(f.dataType, T.MapType)]
             data = data.coalesce(1).sortWithinPartitions(*keys)
         else:
@@ -122,6 +137,8 @@ class Executor:
     def _read(self, inv: _Invocation, rel: Relation, desc: RelationDescriptor, role: str) -> Any:
         """A stored relation as the input (role i) or state (role s) of an invocation."""
         df = read_stored(self.spark, self.store.resolve(desc.dir), desc.files)
+        inv.reads[self.store.resolve(desc.dir)] = (desc.dir, "input" if role == "i" else "state", rel.name)
+        inv.read_ids.update(dict.fromkeys(leaf_ids(df), desc.dir))
         if inv.tracker is None:
             return df
         builder, context = inv.tracker.builder, inv.tracker.context
@@ -214,8 +231,10 @@ class Executor:
         """The invocations of execution ``n``, then its graph; the trackers' caches (the graph
         reads them) are freed either way."""
         try:
+            self._lineage = []
             relations = self._invocations(n, inputs, on_invocation)
             self._write_graph(n)
+            self._write_lineage(n)
             return relations
         finally:
             self._release()
@@ -225,6 +244,27 @@ class Executor:
         if self.provenance:
             assert self.builder is not None
             self.builder.write(os.path.join(self.store.resolve(self.store.final_dir(n)), "graph"))
+
+    def _write_lineage(self, n: int) -> None:
+        """Write the column lineage of everything execution ``n`` wrote (docs/store-format.md)."""
+        path = os.path.join(self.store.resolve(self.store.final_dir(n)), LINEAGE_FILE)
+        with open(path, "w") as fh:
+            json.dump({"format": LINEAGE_FORMAT, "version": LINEAGE_VERSION, "execution": n,
+                       "relations": [r.to_json() for r in self._lineage]}, fh, indent=1, sort_keys=True)
+
+    def _lineage_of(self, inv: _Invocation, rname: str, df: Any, rel_dir: str, kind: str) -> Callable[[], tuple[RelationLineage, float]]:
+        """The action computing the column lineage of one relation the invocation writes (one
+        walk of its plan, on the driver), with the seconds it took; it runs beside the writes."""
+        sources = {path: d for path, (d, _, _) in inv.reads.items()}
+        known = dict(inv.read_ids)
+        reads = {d: (role, name) for d, role, name in inv.reads.values()}
+
+        def action() -> tuple[RelationLineage, float]:
+            start = time.perf_counter()
+            columns, dataset, opaque = column_lineage(df, sources, known)
+            return (RelationLineage(rel_dir, inv.node, inv.module.name, rname, kind, reads, columns, dataset, opaque),
+                    time.perf_counter() - start)
+        return action
 
     def _invocations(self, n: int, inputs: Mapping[str, Mapping[str, Any]],
                      on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations, _Relations]:
@@ -320,7 +360,15 @@ class Executor:
                    for rname in names]
         for rname, _, _ in planned:
             check_schema(module, module.relation(rname), result[rname])
-        run_concurrently([self._writer(result[rname], rel_dir) for rname, _, rel_dir in planned])
+        writers = [self._writer(result[rname], rel_dir) for rname, _, rel_dir in planned]
+        # the column lineage is driver work (a plan as JSON), so it runs while the writes' jobs do
+        lineage = [self._lineage_of(inv, rname, self._written.pop(rel_dir), rel_dir, "output" if kind == "output" else "state")
+                   for rname, kind, rel_dir in planned]
+        actions: list[Callable[[], Any]] = [*writers, *lineage]
+        done = run_concurrently(actions)
+        for record, seconds in done[len(writers):]:
+            self._lineage.append(record)
+            self.lineage_seconds += seconds
         described: tuple[dict[str, RelationDescriptor], dict[str, RelationDescriptor]] = ({}, {})
         for rname, kind, rel_dir in planned:
             desc = self._describe_result(inv, module.relation(rname), result[rname], rel_dir, kind)
@@ -328,10 +376,11 @@ class Executor:
         return described
 
     def _release(self) -> None:
-        """Free what every invocation's tracker cached."""
+        """Free what every invocation's tracker cached, and the frames kept for the lineage."""
         for t in self._trackers:
             t.release()
         self._trackers.clear()
+        self._written.clear()
 
     def _check_inputs(self, inputs: Mapping[str, Mapping[str, DataFrame]]) -> None:
         expected = self.workflow.workflow_inputs()

@@ -519,7 +519,7 @@ def test_error_names_the_source():
                          "output, invocation, node, token or value)")),
         ("frobnicate x", 1, 1, ("unexpected 'frobnicate'; expected ';', a statement (zoomout, zoomin, "
                                "reset, delete, subgraph, ancestors, descendants, depends, polynomial, "
-                               "evaluate, shapley, banzhaf, diff or show) or the end of the query")),
+                               "evaluate, shapley, banzhaf, diff, show or where) or the end of the query")),
         ("show tuple Cars(CarId = )", 1, 25, ("unexpected ')'; expected a literal (a string, a number, "
                                              "true, false or null)")),
         ("show tuple Cars(CarId 'C2')", 1, 23, ("unexpected \"'C2'\"; expected a comparison operator "
