@@ -575,6 +575,23 @@ def _check_int(value: object, what: str, low: int) -> int:
     return int(value)
 
 
+def _check_args(expr: object, method: str, samples: object, seed: object, exact_limit: object,
+                methods: tuple[str, ...]) -> tuple[int, int, int]:
+    """The checks :func:`probability` and :mod:`~lipspark.semiring.responsibility` share: an
+    Expr, a known method, whole numbers; ``(samples, seed, exact_limit)`` as ints."""
+    if not isinstance(expr, Expr):
+        raise SemiringError(
+            f"expected an Expr; found {type(expr).__name__} {expr!r}. "
+            f"Fix: wrap base tuples as Token('name')."
+        )
+    if method not in methods:
+        raise SemiringError(
+            f"expected method to be one of {', '.join(map(repr, methods))}; found {method!r}. "
+            f"Fix: use method='auto'."
+        )
+    return _check_int(samples, "samples", 1), _check_int(seed, "seed", 0), _check_int(exact_limit, "exact_limit", 0)
+
+
 def probability(
     expr: Expr,
     probabilities: Mapping[str, float] | Callable[[str], float],
@@ -648,19 +665,7 @@ def probability(
             f"The probability of an aggregate value is not defined here. Fix: ask for the "
             f"probability of one term's provenance, e.g. probability(expr.terms[0][0], ...)."
         )
-    if not isinstance(expr, Expr):
-        raise SemiringError(
-            f"expected an Expr; found {type(expr).__name__} {expr!r}. "
-            f"Fix: wrap base tuples as Token('name')."
-        )
-    if method not in METHODS:
-        raise SemiringError(
-            f"expected method to be one of {', '.join(map(repr, METHODS))}; found {method!r}. "
-            f"Fix: use method='auto'."
-        )
-    samples = _check_int(samples, "samples", 1)
-    exact_limit = _check_int(exact_limit, "exact_limit", 0)
-    seed = _check_int(seed, "seed", 0)
+    samples, seed, exact_limit = _check_args(expr, method, samples, seed, exact_limit, METHODS)
     formula, root, names, probs = _to_formula(expr, _lookup(probabilities, default, expr))
 
     def sample() -> ProbabilityResult:

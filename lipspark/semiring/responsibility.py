@@ -82,7 +82,7 @@ from lipspark.semiring.probability import (
     _OR,
     _TRUE,
     _VAR,
-    _check_int,
+    _check_args,
     _Exact,
     _ExactTooBig,
     _Formula,
@@ -480,19 +480,7 @@ def _responsibility(
             f"is not true or false, so its tokens have no {measure} value. Fix: ask about the "
             f"provenance of the tuple that carries it."
         )
-    if not isinstance(expr, Expr):
-        raise SemiringError(
-            f"expected an Expr; found {type(expr).__name__} {expr!r}. "
-            f"Fix: wrap base tuples as Token('name')."
-        )
-    if method not in METHODS:
-        raise SemiringError(
-            f"expected method to be one of {', '.join(map(repr, METHODS))}; found {method!r}. "
-            f"Fix: use method='auto'."
-        )
-    samples = _check_int(samples, "samples", 1)
-    seed = _check_int(seed, "seed", 0)
-    exact_limit = _check_int(exact_limit, "exact_limit", 0)
+    samples, seed, exact_limit = _check_args(expr, method, samples, seed, exact_limit, METHODS)
     formula, root, names, _ = _to_formula(expr, lambda name: 0.5)
     chosen, truth = _roles(names, players, fixed)
     root = _substitute(formula, root, truth)
