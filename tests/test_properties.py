@@ -46,8 +46,9 @@ from tests import reference as ref
 from tests.util import reference_form, value_form
 
 SETTINGS = settings(
-    # LIPSPARK_PROPERTY_EXAMPLES=300 for a longer hunt; 25 keeps this file around a minute
-    max_examples=int(os.environ.get("LIPSPARK_PROPERTY_EXAMPLES", "25")),
+    # LIPSPARK_PROPERTY_EXAMPLES=300 for a longer hunt; 12 keeps `make test` quick, and the slow
+    # suite (CI) hunts with SLOW_EXAMPLES more (test_random_plans_match_pyspark_and_reference_longer)
+    max_examples=int(os.environ.get("LIPSPARK_PROPERTY_EXAMPLES", "12")),
     deadline=None,
     # shrinking re-runs Spark jobs for minutes; the generated cases are already small
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
@@ -559,12 +560,27 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
                 assert close(what_if, rerun[k][alias]), f"{alias}: what-if {what_if} != re-run {rerun[k][alias]}\n{why}"
 
 
-@SETTINGS
-@given(data=relations(), plan=plans(), pick=st.data())
-def test_random_plans_match_pyspark_and_reference(spark, data, plan, pick):
+def _random_plan(spark: Any, data: Any, plan: Any, pick: Any) -> None:
     tokens = [f"{n}:{r[0]}" for n, rows in data.items() for r in rows]
     deleted = set(pick.draw(st.lists(st.sampled_from(tokens), unique=True, max_size=3))) if tokens else set()
     check_plan(spark, data, plan, deleted)
+
+
+@SETTINGS
+@given(data=relations(), plan=plans(), pick=st.data())
+def test_random_plans_match_pyspark_and_reference(spark, data, plan, pick):
+    _random_plan(spark, data, plan, pick)
+
+
+#: random plans the slow suite (CI) checks besides the quick hunt's
+SLOW_EXAMPLES = 60
+
+
+@pytest.mark.slow
+@settings(SETTINGS, max_examples=SLOW_EXAMPLES)
+@given(data=relations(), plan=plans(), pick=st.data())
+def test_random_plans_match_pyspark_and_reference_longer(spark, data, plan, pick):
+    _random_plan(spark, data, plan, pick)
 
 
 # ---------------------------------------------------------------------- fixed plans (always run)

@@ -37,6 +37,7 @@ def test_ledger_total_is_one_expression_in_both_apis(ledger_runs):
         assert "report()" not in row["polynomial"]  # an invocation is a token, not a black box
 
 
+@pytest.mark.slow  # every output of a car dealership run through both APIs (CI)
 def test_car_outputs_are_one_expression_in_both_apis(car_runs):
     on, _ = car_runs
     g = GraphIndex.load(on.store)

@@ -166,6 +166,7 @@ def dense_runs(spark, tmp_path_factory):
     return on, off
 
 
+@pytest.mark.slow  # an end-to-end run of a dense topology, on and off (CI; `make test` keeps the small ones below)
 def test_fidelity_provenance_on_and_off(spark, dense_runs):
     on, off = dense_runs
     a, b = stored(spark, on), stored(spark, off)
@@ -179,6 +180,7 @@ def test_fidelity_provenance_on_and_off(spark, dense_runs):
     assert new == pytest.approx(A.measurement(A.climates(DENSE)[2], 2001, 1, 0), abs=1e-9)
 
 
+@pytest.mark.slow
 def test_provenance_of_the_result(dense_runs):
     on, _ = dense_runs
     s = Session(on)
@@ -206,7 +208,7 @@ def test_selectivities_differ():
     assert len({reference(selective(s), 1)[0][1] for s in A.SELECTIVITIES}) == 4
 
 
-@pytest.mark.parametrize("selectivity", ["all", "season", "month", "year"])
+@pytest.mark.parametrize("selectivity", ["all", *(pytest.param(s, marks=pytest.mark.slow) for s in ("season", "month", "year"))])
 def test_result_is_the_lowest_temperature(spark, tmp_path, selectivity):
     params = selective(selectivity)
     run(DEF, graph_dir=str(tmp_path / "g"), spark=spark, params=params, provenance=False)

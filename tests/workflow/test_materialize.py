@@ -44,6 +44,7 @@ def same_graph(a: GraphIndex, b: GraphIndex) -> None:
     assert a.same_as(b)
 
 
+@pytest.mark.slow  # replays a whole ledger run (CI); the small deferred runs below stay in `make test`
 def test_deferred_run_replays_into_the_eager_graph(spark, ledger_runs, tmp_path):
     eager, _ = ledger_runs
     d = str(tmp_path / "deferred")
