@@ -421,12 +421,8 @@ class Diff(Statement):
     preposition: Literal["in", "of"] = field(default="of", compare=False, repr=False, kw_only=True)
 
     def __str__(self) -> str:
-        text = f"diff {self.kind} {format_name(self.relation)}"
-        if self.conditions:
-            text += "(" + ", ".join(map(str, self.conditions)) + ")"
-        if self.module is not None:
-            text += f" {self.preposition} {format_name(self.module)}"
-        text += f" execution {self.before}, execution {self.after}"
+        tuples = TupleSel(self.kind, self.relation, self.conditions, self.module, preposition=self.preposition)
+        text = f"diff {tuples} execution {self.before}, execution {self.after}"
         return text + (f" on {_names(self.on)}" if self.on else "")
 
 
