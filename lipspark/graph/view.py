@@ -162,9 +162,9 @@ class ViewAttributes(Attributes):
             out[isb] = v._base.attrs_source.get(name, v._select(pos[isb]))
             out[~isb] = v._overlay.attrs.get(name, pos[~isb] - v._nb)
         if name == "value" and v.what_if and len(pos):  # a deletion's what-if values, in place of the captured ones
-            for i, node in enumerate(np.asarray(v.ids[pos], dtype=np.int64).tolist()):
-                if node in v.what_if:
-                    out[i] = v.what_if[node]
+            ids = np.asarray(v.ids[pos], dtype=np.int64)
+            for i in np.flatnonzero(np.isin(ids, v._what_if_ids)).tolist():
+                out[i] = v.what_if[int(ids[i])]
         return out
 
     def where(self, name: str, values: Iterable[Any]) -> np.ndarray:
@@ -232,6 +232,7 @@ class View(GraphIndex):
         self.zoom = dict(zoom or {})
         #: the what-if values of the deletions that made this view (node id → value)
         self.what_if = dict(what_if or {})
+        self._what_if_ids = np.fromiter(self.what_if, dtype=np.int64, count=len(self.what_if))
         self._with = {}
         self._csr: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._edge_count: int | None = None

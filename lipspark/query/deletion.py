@@ -49,8 +49,6 @@ _AGGREGATE[[int(o) for o in Op if o.is_aggregate]] = True
 _BOUNDARY = frozenset(int(o) for o in Op if o.is_boundary)
 
 
-
-
 @dataclass(frozen=True)
 class ValueChange:
     """A v-node whose value differs after the deletion."""

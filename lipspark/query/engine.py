@@ -668,7 +668,6 @@ class Session:
                     mapping[token_name(g, p)] = value
         return mapping, default
 
-
     def _diff(self, stmt: ast.Diff) -> Result:
         try:
             d = diff(self.view, stmt.relation, stmt.before, stmt.after, kind=stmt.kind, module=stmt.module,

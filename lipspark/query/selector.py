@@ -125,9 +125,7 @@ def _in_execution(g: GraphIndex, tokens: np.ndarray, sel: TupleSel) -> np.ndarra
     select it: refused, saying what to select instead (never silently ignored)."""
     ex = g.column("execution", tokens).tolist()
     hit = np.asarray([e == sel.execution for e in ex], dtype=bool)
-    if hit.any():
-        return tokens[hit]
-    if not any(e is None for e in ex):
+    if hit.any() or not any(e is None for e in ex):
         return tokens[hit]
     state = TupleSel("state", sel.relation, sel.conditions, sel.module, sel.execution)
     raise _fail(sel, f"{sel.relation} is the initial state of module {', '.join(sorted({str(m) for m in g.column('module', tokens).tolist() if m}))}, "

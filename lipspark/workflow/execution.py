@@ -93,26 +93,23 @@ class Executor:
         self._trackers: list[Tracker] = []
         #: the column lineage of every relation the current execution wrote (lineage.json)
         self._lineage: list[RelationLineage] = []
-        self._written: dict[str, Any] = {}
         #: seconds spent computing it, for benchmarks (docs/benchmarks.md)
         self.lineage_seconds = 0.0
 
     # ------------------------------------------------------------------ relations on disk
-    def _writer(self, df: Any, rel_dir: str) -> Callable[[], None]:
-        """The job that writes ``df`` at ``rel_dir`` (planned now, run by the caller); what it
-        writes, before its layout, is kept for the column lineage (already analyzed)."""
-        self._written[rel_dir] = df.with_annotations() if isinstance(df, AnnotatedFrame) else df
+    def _writer(self, df: Any, rel_dir: str) -> tuple[Callable[[], None], Any]:
+        """The job that writes ``df`` at ``rel_dir`` (planned now, run by the caller), and the
+        frame it writes before its layout (already analyzed: the column lineage reads its plan)."""
+        written = df.with_annotations() if isinstance(df, AnnotatedFrame) else df
+        data = written
         if isinstance(df, AnnotatedFrame):
             # Boundary node ids are positions in these files, and after a shuffle neither the
             # partition a row lands in nor its order there is guaranteed to repeat (the crash test
             # saw both change). One sorted file makes positions a function of the data alone.
-            data = self._written[rel_dir]
-            keys = [f.name for f in data.schema.fields if not isinstance(f.dataType, T.MapType)]
-            data = data.coalesce(1).sortWithinPartitions(*keys)
-        else:
-            data = df
+            keys = [f.name for f in written.schema.fields if not isinstance(f.dataType, T.MapType)]
+            data = written.coalesce(1).sortWithinPartitions(*keys)
         path = self.store.resolve(rel_dir)
-        return lambda: data.write.mode("errorifexists").parquet(path)
+        return (lambda: data.write.mode("errorifexists").parquet(path)), written
 
     def _token_relation(self, builder: GraphBuilder, context: Context, rel: Relation, rel_dir: str,
                         node_type: str | None = "i", what: str = "") -> RelationDescriptor:
@@ -360,10 +357,11 @@ class Executor:
                    for rname in names]
         for rname, _, _ in planned:
             check_schema(module, module.relation(rname), result[rname])
-        writers = [self._writer(result[rname], rel_dir) for rname, _, rel_dir in planned]
+        writes = [self._writer(result[rname], rel_dir) for rname, _, rel_dir in planned]
+        writers = [job for job, _ in writes]
         # the column lineage is driver work (a plan as JSON), so it runs while the writes' jobs do
-        lineage = [self._lineage_of(inv, rname, self._written.pop(rel_dir), rel_dir, "output" if kind == "output" else "state")
-                   for rname, kind, rel_dir in planned]
+        lineage = [self._lineage_of(inv, rname, written, rel_dir, "output" if kind == "output" else "state")
+                   for (rname, kind, rel_dir), (_, written) in zip(planned, writes)]
         actions: list[Callable[[], Any]] = [*writers, *lineage]
         done = run_concurrently(actions)
         for record, seconds in done[len(writers):]:
@@ -376,11 +374,10 @@ class Executor:
         return described
 
     def _release(self) -> None:
-        """Free what every invocation's tracker cached, and the frames kept for the lineage."""
+        """Free what every invocation's tracker cached."""
         for t in self._trackers:
             t.release()
         self._trackers.clear()
-        self._written.clear()
 
     def _check_inputs(self, inputs: Mapping[str, Mapping[str, DataFrame]]) -> None:
         expected = self.workflow.workflow_inputs()
