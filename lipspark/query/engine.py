@@ -673,13 +673,15 @@ class Session:
         import os
 
         from lipspark.errors import StoreError
-        from lipspark.store.failures import read_report
+        from lipspark.store.failures import failed_executions, read_report
 
         if self.path is None:
             raise QueryError(f"{stmt} (line {stmt.pos.line}): crash reports are kept in a workflow store; open the session on its directory")
         root = self.path
         if os.path.basename(os.path.normpath(root)) == "provenance" and not os.path.isdir(os.path.join(root, "failures")):
             root = os.path.dirname(os.path.normpath(root))  # a deferred store's graph: its reports are the store's
+        if stmt.execution is None and not failed_executions(root):  # nothing failed: an empty answer, not an error
+            return Result(str(stmt), "culprits", summary="no execution has failed in this store: it keeps no crash report")
         try:
             report = read_report(root, stmt.execution)
         except StoreError as err:

@@ -78,7 +78,7 @@ _FRIENDLY = {
     "$END": _END,
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
-               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show", "where"]
+               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show", "where", "culprits", "sample"]
 _SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
 _OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
 # Whole groups of expected tokens are described by one phrase, to keep messages short.

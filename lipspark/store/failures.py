@@ -18,7 +18,8 @@ the failed attempt).
 >>> from lipspark.vocabulary.culprits import CrashReport
 >>> root = tempfile.mkdtemp()
 >>> r = CrashReport(1, "m", "m", "f at w.py:3", "ValueError: x", (), "none", 0)
->>> write_report(root, r); read_report(root) == r, failed_executions(root)
+>>> path = write_report(root, r)
+>>> read_report(root) == r, failed_executions(root)
 (True, [1])
 """
 from __future__ import annotations

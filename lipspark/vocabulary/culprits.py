@@ -135,7 +135,7 @@ class CrashReport:
         if len(shown) < n:
             lines.append(f"  … and {n - len(shown)} more: lipspark query {where} \"culprits execution {self.execution}\" --all")
         if self.method == "deferred":
-            lines.append(f"hint       lipspark run --explain-failure --graph {where} names the culprits")
+            lines.append(f"hint       lipspark run WORKFLOW --explain-failure --graph {where} names the culprits")
         return "\n".join(lines)
 
     def __str__(self) -> str:

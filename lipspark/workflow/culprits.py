@@ -45,7 +45,7 @@ from lipspark.frame import AnnotatedFrame
 from lipspark.store import Store
 from lipspark.store.failures import kept_dir, read_invocation, read_report, write_invocation, write_report
 from lipspark.tracker import Tracker
-from lipspark.vocabulary import BaseSegment, Context, FileRef, RelationDescriptor
+from lipspark.vocabulary import BaseSegment, Context, FileRef, RelationDescriptor, Segment
 from lipspark.vocabulary.columns import factor, is_hidden
 from lipspark.vocabulary.culprits import CrashReport, Culprit
 from lipspark.vocabulary.ids import ROW_BITS, ordinal_of, positional, positional_col, segment_of
@@ -122,7 +122,7 @@ def _short(path: str) -> str:
 def operation_of(err: BaseException) -> str:
     """Where module code asked for the failing operation: Spark's DataFrame query context
     (``"cast" was called from w.py:12``), a Python worker's traceback, or the raise itself."""
-    ctx = getattr(err, "getQueryContext", lambda: [])()
+    ctx: list[Any] = getattr(err, "getQueryContext", lambda: [])()
     for c in ctx or []:
         try:
             site, fragment = c.callSite(), c.fragment()
@@ -357,9 +357,9 @@ def _describe(spark: SparkSession, builder: GraphBuilder, bases: dict[int, Read]
 
     factors = [[int(r[factor(i)]) for i in range(frame.layout.k) if r.get(factor(i))] for r in rows]
     needed = {f for fs in factors for f in fs}
-    base_segs = [s for s in builder.segments if isinstance(s, BaseSegment)]
+    segments: list[tuple[Segment, dict[str, Any]]]
     if all(segment_of(f) in bases for f in needed):  # tokens only: no table to compute
-        segments = [(s, {}) for s in base_segs]
+        segments = [(s, {}) for s in builder.segments if isinstance(s, BaseSegment)]
     else:  # the recorded operations before the failing projection (their tables: Spark jobs)
         segments = [(s, {name: df.toArrow() for name, df in builder.tables(s.seg).items()}) for s in builder.segments if s.seg < mark]
     g = GraphIndex.from_segments(segments, root=root)
