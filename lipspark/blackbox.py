@@ -22,9 +22,12 @@ after an unrelated ``black_box(..., name="score")``.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from pyspark.sql import Column, DataFrame
 
@@ -33,7 +36,7 @@ from lipspark.errors import AnnotationError
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["BlackBoxFunction", "BlackBoxRegistry", "KnownBlackBox", "black_box"]
+__all__ = ["BlackBoxFunction", "BlackBoxRegistry", "KnownBlackBox", "black_box", "BlackBoxCall", "recording_calls"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,51 @@ class KnownBlackBox:
 #: Entries are kept for good: a black box may be created, called and dropped before the
 #: projection using its column is analyzed (``select(black_box(...)("x"))``).
 _CALLED: list[KnownBlackBox] = []
+
+
+@dataclass(frozen=True)
+class BlackBoxCall:
+    """One call of a value-level black box in module code: the columns it was given and where
+    module code called it (``file:line``). Kept only while :func:`recording_calls` is on, so a
+    crash-culprit search (:mod:`lipspark.workflow.culprits`) can guard the function row by row."""
+
+    box: "BlackBoxFunction"
+    cols: tuple[Any, ...]
+    site: str
+
+
+#: the calls recorded by the innermost active :func:`recording_calls`, if any
+_RECORDING: list[list[BlackBoxCall]] = []
+
+
+@contextlib.contextmanager
+def recording_calls() -> Iterator[list[BlackBoxCall]]:
+    """Record every value-level black box call made inside the block (in order).
+
+    >>> from pyspark.sql import types as T
+    >>> with recording_calls() as calls:
+    ...     _ = black_box(lambda n: n, returnType=T.DoubleType(), name="f")  # made, not called
+    >>> calls
+    []
+    """
+    calls: list[BlackBoxCall] = []
+    _RECORDING.append(calls)
+    try:
+        yield calls
+    finally:
+        _RECORDING.remove(calls)
+
+
+def call_site() -> str:
+    """``file:line`` of the innermost frame outside lipspark and pyspark (module code)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(here + os.sep) and f"{os.sep}pyspark{os.sep}" not in path and "<frozen" not in path:
+            return f"{os.path.relpath(path) if not os.path.relpath(path).startswith('..') else path}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "?"
 
 
 def _announce(known: KnownBlackBox) -> None:
@@ -89,6 +137,8 @@ class BlackBoxFunction:
 
     def __call__(self, *cols: "str | Column") -> Column:
         column = self._udf(*cols)
+        if _RECORDING:
+            _RECORDING[-1].append(BlackBoxCall(self, cols, call_site()))
         if not self._announced:  # first use: from now on its function may be in a plan
             _announce(KnownBlackBox(self.jvm_function(), self.name))
             self._announced = True

@@ -128,6 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--executions", type=_positive, default=None, help="executions to run now (default: the workflow's numExec)")
     r.add_argument("--graph", default=None, help="store directory (default graphs/<workflow>); an existing store is continued")
     r.add_argument("--no-provenance", action="store_true", help="run the same module code on plain DataFrames (no graph)")
+    r.add_argument("--explain-failure", action="store_true",
+                   help="run nothing: replay only the invocation that failed the store's last failed execution, with "
+                        "provenance, and print its crash report with the culprit rows (docs/debugging.md)")
     r.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
     r.add_argument("--seed", type=int, default=None, help="the workflow's random seed")
     r.add_argument("--param", type=_param, action="append", default=[], metavar="NAME=VALUE", help="a workflow parameter")
@@ -217,23 +220,51 @@ def _bench(args: Any) -> int:
 
 
 def _run(args: Any) -> int:
+    from lipspark.errors import ExecutionFailed
     from lipspark.workflow import run
 
+    if args.explain_failure:
+        return _explain_failure(args)
     params = dict(args.param)
     if args.seed is not None:
         params["seed"] = args.seed
-    summary = run(
-        args.workflow,
-        graph_dir=args.graph,
-        executions=args.executions,
-        provenance=not args.no_provenance,
-        master=args.master,
-        params=params,
-        progress=not args.quiet,
-        capture=args.capture,
-        verbose=args.verbose,
-    )
+    try:
+        summary = run(
+            args.workflow,
+            graph_dir=args.graph,
+            executions=args.executions,
+            provenance=not args.no_provenance,
+            master=args.master,
+            params=params,
+            progress=not args.quiet,
+            capture=args.capture,
+            verbose=args.verbose,
+        )
+    except ExecutionFailed as err:  # module code failed: its crash report, not a traceback
+        print(err.report.text(store=args.graph or _default_graph(args)), file=sys.stderr)
+        return 1
     print(summary)
+    return 0
+
+
+def _default_graph(args: Any) -> str:
+    from lipspark.workflow.definition import load_definition
+
+    name = load_definition(args.workflow).name
+    return os.path.join("graphs", name + ("-plain" if args.no_provenance else ""))
+
+
+def _explain_failure(args: Any) -> int:
+    """``lipspark run WORKFLOW --explain-failure``: the culprits of the store's last failure."""
+    from lipspark.session import get_spark
+    from lipspark.workflow.culprits import explain_failure
+
+    graph = args.graph or _default_graph(args)
+    spark = get_spark(args.master, app_name="lipspark-explain", verbose=args.verbose)
+    if not args.verbose:
+        spark.sparkContext.setLogLevel("OFF")  # the replay makes the module fail again, on purpose
+    report = explain_failure(graph, spark=spark)
+    print(report.text(store=graph))
     return 0
 
 

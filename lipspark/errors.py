@@ -8,11 +8,14 @@ True
 """
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "LipsparkError",
     "UnsupportedOperation",
     "AnnotationError",
     "WorkflowError",
+    "ExecutionFailed",
     "SchemaError",
     "StoreError",
     "QueryError",
@@ -91,3 +94,17 @@ class ProvenanceWarning(UserWarning):
     """Module code did something whose effect the provenance graph does not record, although
     the data stays right (e.g. brought annotated data to the driver, where a value used later
     as a literal carries no provenance). The message says what to write instead."""
+
+
+class ExecutionFailed(WorkflowError):
+    """Module code failed during an execution (a black box or UDF raising on some rows, an ANSI
+    cast or arithmetic error, a ``raise``); the execution was not committed.
+
+    ``report`` is the :class:`~lipspark.vocabulary.culprits.CrashReport` the store keeps: the
+    failing invocation, the operation, the exception and the culprit rows with their provenance.
+    The message is the report's text; the original exception is ``__cause__``.
+    """
+
+    def __init__(self, report: "Any", store: str | None = None) -> None:
+        self.report = report
+        super().__init__(report.text(store=store))

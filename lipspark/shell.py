@@ -83,6 +83,12 @@ STATEMENTS: tuple[StatementHelp, ...] = (
                   "diff output BestBid of agg execution 1, execution 2 on Model"),
     StatementHelp("where", "where column COLUMN of SELECTOR", "the base tuples and columns each node's value of the column was copied or computed from",
                   "where column UserId of output BestBid of agg execution 1"),
+    StatementHelp("culprits", "culprits [execution N]",
+                  "the crash report of a failed execution (default: the latest): the failing invocation, operation, exception and culprit rows with their provenance",
+                  "culprits"),
+    StatementHelp("sample", "sample relation REL of MODULE execution N [K]",
+                  "the first K tuples (default 5), by stored position, of a module's input, state or output relation, with their polynomials",
+                  "sample relation Cars of dealer1 execution 1 3"),
 )
 
 _SELECTORS = ("tuple", "input", "state", "output", "invocation", "node", "token", "value")

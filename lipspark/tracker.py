@@ -13,7 +13,7 @@ import os
 import re
 import warnings
 from functools import reduce
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -134,6 +134,10 @@ class Tracker:
     black_boxes
         The value-level black boxes the rules recognise, by identity (see
         :class:`~lipspark.blackbox.BlackBoxRegistry`).
+    observer
+        ``None``, or a function the projection rule calls with the input frame of every
+        projection that applies a value-level black box, and the black box (a crash-culprit
+        search, :mod:`lipspark.workflow.culprits`, guards those inputs row by row).
     """
 
     def __init__(self, spark: SparkSession, builder: GraphBuilder | None = None, *, context: Context = Context(),
@@ -146,6 +150,7 @@ class Tracker:
         self._persisted: list[DataFrame] = []
         self._case_sensitive: bool | None = None  # read from the session's conf when first needed
         self._warned: set[str] = set()
+        self.observer: Callable[[Any, Any], None] | None = None
 
     def share(self, df: DataFrame) -> DataFrame:
         """Mark the input of a pipeline breaker to be computed once for the output and the graph.

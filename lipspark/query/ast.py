@@ -51,6 +51,8 @@ __all__ = [
     "Diff",
     "Responsibility",
     "Where",
+    "Culprits",
+    "Sample",
     "format_name",
     "format_literal",
 ]
@@ -64,6 +66,7 @@ KEYWORDS: frozenset[str] = frozenset({
     "relation", "default", "true", "false", "null", "without", "delta", "diff",
     "shapley", "banzhaf", "over", "tuples", "invocations",
     "where", "column",
+    "culprits", "sample",
 })
 
 LiteralValue: TypeAlias = str | int | float | bool | None
@@ -466,3 +469,36 @@ class Where(Statement):
 
     def __str__(self) -> str:
         return f"where column {format_name(self.column)} of {self.target}"
+
+
+@dataclass(frozen=True)
+class Culprits(Statement):
+    """The crash report of failed execution ``execution`` (``None``: the latest the store
+    keeps): the failing invocation, operation, exception and culprit rows
+    (:mod:`lipspark.vocabulary.culprits`)."""
+
+    execution: int | None = None
+
+    def __str__(self) -> str:
+        return "culprits" if self.execution is None else f"culprits execution {self.execution}"
+
+
+#: how many tuples ``sample`` shows when the statement does not say
+SAMPLE_SIZE = 5
+
+
+@dataclass(frozen=True)
+class Sample(Statement):
+    """The first ``k`` tuples, by stored position, of relation ``relation`` of ``module`` in
+    ``execution`` (its input, state or output tuples), with their polynomials: the data on one
+    dataflow edge (Inspector Gadget's data samples)."""
+
+    relation: str
+    module: str
+    execution: int
+    k: int = SAMPLE_SIZE
+    preposition: Literal["in", "of"] = field(default="of", compare=False, repr=False, kw_only=True)
+
+    def __str__(self) -> str:
+        text = f"sample relation {format_name(self.relation)} {self.preposition} {format_name(self.module)} execution {self.execution}"
+        return text if self.k == SAMPLE_SIZE else f"{text} {self.k}"

@@ -668,6 +668,50 @@ class Session:
                     mapping[token_name(g, p)] = value
         return mapping, default
 
+    def _culprits(self, stmt: ast.Culprits) -> Result:
+        """The crash report the store keeps of a failed execution (lipspark.store.failures)."""
+        import os
+
+        from lipspark.errors import StoreError
+        from lipspark.store.failures import failed_executions, read_report
+
+        if self.path is None:
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): crash reports are kept in a workflow store; open the session on its directory")
+        root = self.path
+        if os.path.basename(os.path.normpath(root)) == "provenance" and not os.path.isdir(os.path.join(root, "failures")):
+            root = os.path.dirname(os.path.normpath(root))  # a deferred store's graph: its reports are the store's
+        if stmt.execution is None and not failed_executions(root):  # nothing failed: an empty answer, not an error
+            return Result(str(stmt), "culprits", summary="no execution has failed in this store: it keeps no crash report")
+        try:
+            report = read_report(root, stmt.execution)
+        except StoreError as err:
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from None
+        rows = [{"relation": c.relation, "values": dict(c.values), "polynomial": c.polynomial, "tokens": list(c.tokens),
+                 "stored": dict(c.stored)} for c in report.culprits]
+        data = report.to_json()
+        data.pop("culprits")
+        n = len(report.culprits)
+        return Result(str(stmt), "culprits", rows=rows, summary=f"{n} culprit row(s) of execution {report.execution}",
+                      extra={"report": data, "_lines": lambda ids=False, limit=None: report.text(limit=limit, store=root).splitlines()})
+
+    def _sample(self, stmt: ast.Sample) -> Result:
+        """The first k tuples by stored position (node id) of a module's relation in one execution."""
+        g = self.view
+        found = [np.asarray(resolve(g, ast.TupleSel(kind, stmt.relation, (), stmt.module, stmt.execution)))
+                 for kind in ("input", "state", "output") if _matches(g, kind, stmt)]
+        if not found:
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): module {stmt.module!r} has no input, state or output relation "
+                             f"{stmt.relation!r} in execution {stmt.execution}; `show invocation {stmt.module} execution "
+                             f"{stmt.execution}` lists what it read and wrote")
+        positions = np.unique(np.concatenate(found))
+        total = len(positions)
+        chosen = g.by_id(positions)[: stmt.k]
+        rows = node_rows(g, chosen)
+        for p, row in zip(chosen.tolist(), rows):
+            row["polynomial"] = str(polynomial(g, int(g.ids[p])))
+        return Result(str(stmt), "nodes", rows=rows, summary=f"{len(rows)} of {total} tuple(s)", graph=g, nodes=chosen,
+                      columns=["name", "module", "execution", "polynomial"], extra={"_ranked": True, "total": total})
+
     def _diff(self, stmt: ast.Diff) -> Result:
         try:
             d = diff(self.view, stmt.relation, stmt.before, stmt.after, kind=stmt.kind, module=stmt.module,
@@ -697,6 +741,8 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.Diff: Session._diff,
     ast.Responsibility: Session._responsibility,
     ast.Where: Session._where,
+    ast.Culprits: lambda s, stmt: s._culprits(stmt),
+    ast.Sample: lambda s, stmt: s._sample(stmt),
 }
 
 
@@ -727,3 +773,11 @@ def _missing(stmt: ast.Evaluate, what: str, names: tuple[str, ...]) -> QueryErro
     return QueryError(f"{stmt} (line {stmt.pos.line}): no {what} for {len(names)} token(s): {describe_tokens(names)}; "
                       f"give them one with `given tuple REL.COLUMN`, `given relation REL = V` or `given token \"{names[0]}\" = V`, "
                       f"or give every token not named `default = V` (a {what} is never guessed)")
+
+
+def _matches(g: GraphIndex, kind: str, stmt: ast.Sample) -> bool:
+    """Whether ``kind relation of module execution`` selects anything in ``g``."""
+    try:
+        return len(resolve(g, ast.TupleSel(kind, stmt.relation, (), stmt.module, stmt.execution))) > 0  # type: ignore[arg-type]
+    except QueryError:
+        return False

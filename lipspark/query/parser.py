@@ -27,6 +27,9 @@ from lark.tree import Meta
 from lipspark.errors import QueryError, QuerySyntaxError
 from lipspark.query.ast import (
     NO_POS,
+    SAMPLE_SIZE,
+    Culprits,
+    Sample,
     Ancestors,
     Assignment,
     Condition,
@@ -75,7 +78,7 @@ _FRIENDLY = {
     "$END": _END,
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
-               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show", "where"]
+               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show", "where", "culprits", "sample"]
 _SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
 _OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
 # Whole groups of expected tokens are described by one phrase, to keep messages short.
@@ -353,6 +356,16 @@ class _ToAst(Transformer):
 
     def where(self, meta: Meta, column: str, target: Selector) -> Where:
         return Where(column, target, pos=_pos(meta))
+
+    def culprits(self, meta: Meta, execution: int | None) -> Culprits:
+        return Culprits(execution, pos=_pos(meta))
+
+    def sample(self, meta: Meta, relation: str, module: tuple[Literal["in", "of"], str], execution: int,
+               k: Token | None) -> Sample:
+        size = SAMPLE_SIZE if k is None else self._int(k)
+        if size < 1:
+            raise self._error(k, f"sample needs a positive number of tuples, found {k}") if k is not None else AssertionError()
+        return Sample(relation, module[1], execution, size, preposition=module[0], pos=_pos(meta))
 
     def name_list(self, meta: Meta, *names: str) -> list[str]:
         return list(names)

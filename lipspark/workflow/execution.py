@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -33,7 +34,7 @@ from lipspark.capture.builder import GraphBuilder
 from lipspark.capture.lineage import column_lineage, leaf_ids
 from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
-from lipspark.errors import WorkflowError
+from lipspark.errors import ExecutionFailed, WorkflowError
 from lipspark.frame import AnnotatedFrame
 from lipspark.session import run_concurrently
 from lipspark.store import Store
@@ -75,6 +76,8 @@ class _Invocation:
     reads: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     #: the exprIds of the columns of those scans → store-relative directory (lipspark.capture.lineage)
     read_ids: dict[int, str] = field(default_factory=dict)
+    #: relation name → (role i/s, descriptor) of what it read (a crash-culprit search replays them)
+    descs: dict[str, tuple[str, RelationDescriptor]] = field(default_factory=dict)
 
 
 class Executor:
@@ -95,6 +98,10 @@ class Executor:
         self._lineage: list[RelationLineage] = []
         #: seconds spent computing it, for benchmarks (docs/benchmarks.md)
         self.lineage_seconds = 0.0
+        #: the invocation under way (a failure is reported against it: lipspark.workflow.culprits)
+        self._current: _Invocation | None = None
+        #: set when the user interrupted the run: a failure then is the interrupt, not module code's
+        self.interrupted: threading.Event | None = None
 
     # ------------------------------------------------------------------ relations on disk
     def _writer(self, df: Any, rel_dir: str) -> tuple[Callable[[], None], Any]:
@@ -135,6 +142,7 @@ class Executor:
         """A stored relation as the input (role i) or state (role s) of an invocation."""
         df = read_stored(self.spark, self.store.resolve(desc.dir), desc.files)
         inv.reads[self.store.resolve(desc.dir)] = (desc.dir, "input" if role == "i" else "state", rel.name)
+        inv.descs[rel.name] = ("input" if role == "i" else "state", desc)
         inv.read_ids.update(dict.fromkeys(leaf_ids(df), desc.dir))
         if inv.tracker is None:
             return df
@@ -211,6 +219,7 @@ class Executor:
         first = self.store.meta["next_segment"]
         self.builder = GraphBuilder(first)
         self.store.begin(n)
+        started, self._current = time.perf_counter(), None
         try:
             stored_inputs, state, outputs = self._run(n, inputs, on_invocation)
             record = {"inputs": _json(stored_inputs), "state": _json(state), "outputs": _json(outputs),
@@ -218,8 +227,15 @@ class Executor:
             if verify is not None:
                 verify(record)
             self.store.commit(n, record, self.builder.next_segment)
-        except BaseException:
+        except BaseException as err:
+            from lipspark.workflow.culprits import on_failure
+
+            # module code failed: keep what its invocation read and a crash report before the
+            # pending execution is discarded; the store stays at its last commit either way
+            report = on_failure(self, n, err, self._current, started)
             self.store.abort()
+            if report is not None:
+                raise ExecutionFailed(report, self.store.root) from err
             raise
         return record
 
@@ -230,6 +246,7 @@ class Executor:
         try:
             self._lineage = []
             relations = self._invocations(n, inputs, on_invocation)
+            self._current = None
             self._write_graph(n)
             self._write_lineage(n)
             return relations
@@ -271,7 +288,7 @@ class Executor:
         stored_inputs: _Relations = {}
         outputs: _Relations = {}
         for node_id in self.workflow.topological_order():
-            inv = self._invocation(n, node_id)
+            inv = self._current = self._invocation(n, node_id)
             frames = self._module_inputs(inv, inputs, outputs, stored_inputs)
             frames.update(self._module_state(inv, state))
             result = self._call(inv, frames)

@@ -134,8 +134,11 @@ def run(
     interrupted, previous, own_spark = threading.Event(), None, spark is None
     try:
         spark = spark or get_spark(master, app_name=f"lipspark-{definition.name}", verbose=verbose)
+        if own_spark and not verbose:  # a failure is reported as lipspark's crash report, not Spark's task logs
+            _set_log_level(spark, "OFF")
         previous = _on_interrupt(interrupted, spark, quiet=own_spark)
         executor = Executor(spark, workflow, store, provenance=provenance)
+        executor.interrupted = interrupted
         try:
             executor.initialize(definition.initial_state(spark, p))
         except BaseException:

@@ -519,7 +519,7 @@ def test_error_names_the_source():
                          "output, invocation, node, token or value)")),
         ("frobnicate x", 1, 1, ("unexpected 'frobnicate'; expected ';', a statement (zoomout, zoomin, "
                                "reset, delete, subgraph, ancestors, descendants, depends, polynomial, "
-                               "evaluate, shapley, banzhaf, diff, show or where) or the end of the query")),
+                               "evaluate, shapley, banzhaf, diff, show, where, culprits or sample) or the end of the query")),
         ("show tuple Cars(CarId = )", 1, 25, ("unexpected ')'; expected a literal (a string, a number, "
                                              "true, false or null)")),
         ("show tuple Cars(CarId 'C2')", 1, 23, ("unexpected \"'C2'\"; expected a comparison operator "
@@ -645,3 +645,14 @@ def test_the_analysed_grammar_is_cached_privately(tmp_path, monkeypatch):
         assert str(syntax_error("zoomout dealer1 foo")) == str(first)
     finally:
         p._lark.cache_clear()
+
+
+def test_culprits_and_sample_statements_parse_and_echo():
+    from lipspark.query.ast import Culprits, Sample
+
+    stmts = parse("culprits; culprits execution 3; sample relation Cars of dealer1 execution 1; sample relation Cars in dealer1 execution 2 3")
+    assert stmts == [Culprits(None), Culprits(3), Sample("Cars", "dealer1", 1), Sample("Cars", "dealer1", 2, 3)]
+    assert [str(s) for s in stmts] == ["culprits", "culprits execution 3", "sample relation Cars of dealer1 execution 1",
+                                       "sample relation Cars in dealer1 execution 2 3"]
+    with pytest.raises(QuerySyntaxError):
+        parse("sample relation Cars of dealer1 execution 1 0")

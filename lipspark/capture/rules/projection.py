@@ -159,6 +159,8 @@ def _black_boxes(frame: AnnotatedFrame, proj: Projection) -> list[_BlackBoxItem]
                                            f"compute {bb.name}(...) in a column of its own, then use that column")
         if found and found[0] is not None:
             out.append((it, found[0]))
+            if frame.tracker.observer is not None:  # a crash-culprit search guards this input row by row
+                frame.tracker.observer(frame, found[0])
             continue
         valued = [r for r in it.references if r in frame.layout.values]
         if it.source is None and valued:  # computed from values with v-nodes
