@@ -28,6 +28,8 @@ from lipspark.errors import QueryError, QuerySyntaxError
 from lipspark.query.ast import (
     NO_POS,
     Ancestors,
+    Blame,
+    Checks,
     Assignment,
     Condition,
     DefaultRef,
@@ -53,6 +55,7 @@ from lipspark.query.ast import (
     TupleColumn,
     TupleSel,
     ValueSel,
+    ViolationsSel,
     ZoomIn,
     ZoomOut,
 )
@@ -353,6 +356,16 @@ class _ToAst(Transformer):
 
     def where(self, meta: Meta, column: str, target: Selector) -> Where:
         return Where(column, target, pos=_pos(meta))
+
+    def checks(self, meta: Meta, check: Token | None, module: tuple[Literal["in", "of"], str] | None, execution: int | None) -> Checks:
+        return Checks(None if check is None else self._string(check), module[1] if module else None, execution, pos=_pos(meta))
+
+    def blame(self, meta: Meta, target: Selector) -> Blame:
+        return Blame(target, pos=_pos(meta))
+
+    def violations_sel(self, meta: Meta, check: Token, module: tuple[Literal["in", "of"], str] | None,
+                       execution: int | None) -> ViolationsSel:
+        return ViolationsSel(self._string(check), module[1] if module else None, execution, pos=_pos(meta))
 
     def name_list(self, meta: Meta, *names: str) -> list[str]:
         return list(names)
