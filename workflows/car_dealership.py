@@ -10,6 +10,10 @@ Dealer state: ``Cars`` (its lot), ``SoldCars``, ``InventoryBids`` (bids it has m
 is computed by the black box ``calcBid``: it depends on the model, the number of cars of that
 model on the lot and sold, and never exceeds the buyer's previous bid for that model.
 
+Integrity checks (docs/debugging.md): a dealer's bid is never over the list price, and one more
+than 6% under it needs a manager's approval (both warn); ``agg`` picks one best bid per request
+(fail).
+
 Parameters (``lipspark run workflows/car_dealership.py --param numCars=2000``): ``numCars``
 (cars over all dealers, each one of 12 German models), ``numExec``, ``seed`` (the buyer's
 model, reserve price and decisions), ``acceptance`` (probability the buyer accepts a bid at or
@@ -24,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark import black_box, cogroup
-from lipspark.workflow import Module, Workflow, WorkflowDefinition
+from lipspark.workflow import Check, Module, Workflow, WorkflowDefinition
 
 DEALERS = 4
 #: The 12 German models and their list prices.
@@ -74,6 +78,11 @@ def and_logic(BidRequests):
         F.lit(None).cast("int").alias("Dealer"), F.lit(None).cast("double").alias("Amount"))}
 
 
+def list_price():
+    """The list price of each row's model (a Column)."""
+    return F.element_at(F.create_map(*[x for m, p in MODELS.items() for x in (F.lit(m), F.lit(p))]), F.col("Model"))
+
+
 def make_dealer(k: int) -> Module:
     def dealer_logic(Requests, Cars, SoldCars, InventoryBids):
         # ---- bid phase (the paper's Q_state for bid requests)
@@ -118,6 +127,8 @@ def make_dealer(k: int) -> Module:
         outputs={f"Bids{k}": BID, f"Sold{k}": SOLD},
         keys={"Cars": ["CarId"], "SoldCars": ["CarId"], "InventoryBids": ["BidId"]},
         logic=dealer_logic,
+        checks=[Check(f"Bids{k}", "bid at most list price", F.col("Amount") <= list_price()),
+                Check(f"Bids{k}", "discount at most 6%", F.col("Amount") >= 0.94 * list_price())],
     )
 
 
@@ -158,7 +169,8 @@ def build(params: dict[str, Any]) -> Workflow:
         Module("and", inputs={"BidRequests": "UserId string, BidId string, Model string"},
                outputs={"Requests": REQUEST}, logic=and_logic),
         *[make_dealer(k) for k in range(1, DEALERS + 1)],
-        Module("agg", inputs={f"Bids{k}": BID for k in range(1, DEALERS + 1)}, outputs={"BestBid": BID}, logic=agg_logic),
+        Module("agg", inputs={f"Bids{k}": BID for k in range(1, DEALERS + 1)}, outputs={"BestBid": BID}, logic=agg_logic,
+               checks=[Check("BestBid", "one best bid per request", F.count_distinct("BidId") == F.count("*"), on="table", level="fail")]),
         Module("choice", inputs={"Choice": CHOICE}, outputs={"Decision": CHOICE}, keys={"Choice": ["UserId"]}, logic=choice_logic),
         Module("xor", inputs={"BestBid": BID, "Decision": CHOICE}, outputs={"Requests": REQUEST}, logic=xor_logic),
         Module("car", inputs={f"Sold{k}": SOLD for k in range(1, DEALERS + 1)}, outputs={"Car": SOLD}, logic=car_logic),

@@ -33,6 +33,10 @@ __all__ = [
     "NodeSel",
     "TokenSel",
     "ValueSel",
+    "ViolationsSel",
+    "IdsSel",
+    "Checks",
+    "Blame",
     "RelationRef",
     "DefaultRef",
     "Assignment",
@@ -66,7 +70,7 @@ KEYWORDS: frozenset[str] = frozenset({
     "relation", "default", "true", "false", "null", "without", "delta", "diff",
     "shapley", "banzhaf", "over", "tuples", "invocations",
     "where", "column",
-    "culprits", "sample",
+    "culprits", "sample", "checks", "violations", "blame",
 })
 
 LiteralValue: TypeAlias = str | int | float | bool | None
@@ -217,6 +221,35 @@ class TokenSel(Selector):
 
     def __str__(self) -> str:
         return f"token {format_literal(self.label)}"
+
+
+@dataclass(frozen=True)
+class ViolationsSel(Selector):
+    """The rows that violate an integrity check (``violations "positive amount" in dealer1 execution 3``):
+    the output nodes (or, for a state relation, the p-nodes) of the violating rows of every
+    relation the check is on, in the executions named."""
+
+    check: str
+    module: str | None = None
+    execution: int | None = None
+
+    def __str__(self) -> str:
+        text = f"violations {format_literal(self.check)}"
+        if self.module is not None:
+            text += f" in {format_name(self.module)}"
+        return text + (f" execution {self.execution}" if self.execution is not None else "")
+
+
+@dataclass(frozen=True)
+class IdsSel(Selector):
+    """Nodes by id, as the engine resolved a selector that reads the store (``violations``); ``text``
+    is that selector as written (for messages)."""
+
+    ids: tuple[int, ...]
+    text: str = ""
+
+    def __str__(self) -> str:
+        return self.text or "nodes " + ", ".join(map(str, self.ids))
 
 
 @dataclass(frozen=True)
@@ -457,6 +490,33 @@ class Responsibility(Statement):
         if self.seed is not None:
             text += f" seed {self.seed}"
         return text
+
+
+@dataclass(frozen=True)
+class Checks(Statement):
+    """The verdicts of the integrity checks the executions kept (``checks``, ``checks "name"``:
+    since when does it fail?), and in a view after a deletion whether each would hold."""
+
+    check: str | None = None
+    module: str | None = None
+    execution: int | None = None
+
+    def __str__(self) -> str:
+        text = "checks" + (f" {format_literal(self.check)}" if self.check is not None else "")
+        if self.module is not None:
+            text += f" in {format_name(self.module)}"
+        return text + (f" execution {self.execution}" if self.execution is not None else "")
+
+
+@dataclass(frozen=True)
+class Blame(Statement):
+    """The base tuples behind the tuples the target selects: each with how many of them it is
+    behind, and the count per base relation (the lineage of a check's violations)."""
+
+    target: Selector
+
+    def __str__(self) -> str:
+        return f"blame {self.target}"
 
 
 @dataclass(frozen=True)

@@ -269,6 +269,8 @@ class Session:
         self._view: GraphIndex = self.base
         self._pending: Callable[[], GraphIndex] | None = None
         self._ops: list[tuple[str, Any]] = []
+        #: whether every deletion since the last reset gave an exact what-if
+        self._exact = True
 
     @property
     def view(self) -> GraphIndex:
@@ -313,8 +315,38 @@ class Session:
             raise QueryError(f"statement {type(stmt).__name__} is not supported")
         return handler(self, stmt)
 
+    def _bind(self, sel: ast.Selector) -> ast.Selector:
+        """``sel`` with the selectors that read the store (``violations``) replaced by the ids they name."""
+        if isinstance(sel, ast.ViolationsSel):
+            from lipspark.query.checks import select, violation_ids
+
+            store = self._store(str(sel))
+            found = select(store, sel.check, sel.module, sel.execution, what=str(sel))
+            rows = [r for _, r in found if r.kind == "row"]
+            if not rows:
+                raise QueryError(f"{sel}: {sel.check!r} is a table check: it has no violating rows, only a verdict (`checks {ast.format_literal(sel.check)}`)")
+            ids = np.unique(np.concatenate([violation_ids(store, r) for r in rows]))
+            if not len(ids):
+                runs = ", ".join(str(n) for n, _ in found)
+                raise QueryError(f"{sel}: no row violates it (it holds in execution(s) {runs})")
+            return ast.IdsSel(tuple(int(i) for i in ids), str(sel), pos=sel.pos)
+        if isinstance(sel, ast.ValueSel):
+            return ast.ValueSel(sel.column, self._bind(sel.of), pos=sel.pos)
+        return sel
+
+    def _store(self, what: str) -> Any:
+        """The store whose graph this session reads (a deferred store's replay)."""
+        from lipspark.store.store import Store
+
+        if self.path is None:
+            raise QueryError(f"{what}: integrity checks are kept by a workflow store; this session was given a graph in memory: "
+                             "open it on the store's path, Session(\"graphs/NAME\")")
+        store = Store.open(self.path)
+        return store.graph_store() or store
+
     def _resolve(self, sel: ast.Selector) -> np.ndarray:
         """Positions ``sel`` selects in the view; when nothing does, say whether the view hides it."""
+        sel = self._bind(sel)
         try:
             return resolve(self.view, sel)
         except QueryError as err:
@@ -373,7 +405,7 @@ class Session:
         return self._view_result(stmt, f"zoomed in {', '.join(stmt.modules)}")
 
     def _replay(self, ops: list[tuple[str, Any]]) -> None:
-        view = self.base
+        view, exact = self.base, True
         for op, arg in ops:
             if op == "zoomout":
                 view = zoom_out(view, arg)
@@ -383,11 +415,15 @@ class Session:
                 missing = [i for i in arg if not view.contains(i)]
                 if missing:
                     raise QueryError(f"cannot zoom in: an earlier delete removed zoomed-out node(s) {missing}; use reset and zoom first")
-                view = delete(view, arg).view  # with its what-if values
-        self.view, self._ops = view, ops
+                r = delete(view, arg)
+                at = view.lookup(np.array([c.node for c in r.values], dtype=np.int64))
+                condition = bool((np.asarray(view.op)[at[at >= 0]] == Op.CONDITION).any())
+                exact = exact and r.exact and not condition
+                view = r.view  # with its what-if values
+        self.view, self._ops, self._exact = view, ops, exact
 
     def _reset(self, stmt: ast.Reset) -> Result:
-        self.view, self._ops = self.base, []
+        self.view, self._ops, self._exact = self.base, [], True
         return self._view_result(stmt, "back to the captured graph")
 
     def _delete(self, stmt: ast.Delete) -> Result:
@@ -413,6 +449,7 @@ class Session:
                 row.update(feeds[p])
             values.append(row)
         unknown = any(v["after"] == "unknown" for v in values)
+        self._exact = self._exact and r.exact and not conditions
         return Result(
             str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
             summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed"
@@ -476,6 +513,42 @@ class Session:
             rows.append({"node": node, "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
                          "value": d["value"], "what_if": d.get("what_if"), "polynomial": str(expr)})
         return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "value", "what_if", "polynomial"])
+
+    def _checks(self, stmt: ast.Checks) -> Result:
+        from lipspark.query.checks import select, what_if
+
+        store = self._store(str(stmt))
+        found = select(store, stmt.check, stmt.module, stmt.execution, what=str(stmt))
+        deleted = any(op == "delete" for op, _ in self._ops)
+        rows: list[dict[str, Any]] = []
+        for n, r in found:
+            row: dict[str, Any] = {"execution": n, "node": r.node, "relation": r.relation, "check": r.name, "on": r.kind, "level": r.level,
+                   "predicate": r.predicate, "verdict": r.verdict, "violations": r.violations}
+            if deleted:
+                row["what_if"] = what_if(self.view, store, r, self._exact)
+            rows.append(row)
+        failing = [row for row in rows if row["verdict"] == "fails"]
+        since = ""
+        if stmt.check is not None and failing:  # since when does it fail (the last unbroken run of failures)
+            runs = sorted({int(row["execution"]) for row in rows})
+            bad = {int(row["execution"]) for row in failing}
+            start = runs[-1]
+            while start in bad and runs.index(start) > 0 and runs[runs.index(start) - 1] in bad:
+                start = runs[runs.index(start) - 1]
+            since = f"; fails since execution {start}" if runs[-1] in bad else f"; last failed in execution {max(bad)}"
+        columns = ["execution", "node", "relation", "check", "on", "level", "verdict", "violations"] + (["what_if"] if deleted else [])
+        return Result(str(stmt), "checks", rows=rows, columns=columns,
+                      summary=f"{len(rows)} verdict(s), {len(failing)} failing{since}")
+
+    def _blame(self, stmt: ast.Blame) -> Result:
+        from lipspark.query.checks import blame
+
+        targets = self._resolve(stmt.target)
+        rows, per = blame(self.view, targets.tolist())
+        summary = (f"{len(rows)} base tuple(s) behind {len(targets)} tuple(s): "
+                   + (", ".join(f"{k} {v}" for k, v in sorted(per.items(), key=lambda kv: (-kv[1], kv[0]))) or "none"))
+        return Result(str(stmt), "blame", rows=rows, columns=["token", "relation", "execution", "behind"], summary=summary,
+                      extra={"relations": per})
 
     def _where(self, stmt: ast.Where) -> Result:
         from lipspark.errors import StoreError
@@ -743,6 +816,8 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.Where: Session._where,
     ast.Culprits: lambda s, stmt: s._culprits(stmt),
     ast.Sample: lambda s, stmt: s._sample(stmt),
+    ast.Checks: Session._checks,
+    ast.Blame: Session._blame,
 }
 
 

@@ -31,6 +31,8 @@ from lipspark.query.ast import (
     Culprits,
     Sample,
     Ancestors,
+    Blame,
+    Checks,
     Assignment,
     Condition,
     DefaultRef,
@@ -56,6 +58,7 @@ from lipspark.query.ast import (
     TupleColumn,
     TupleSel,
     ValueSel,
+    ViolationsSel,
     ZoomIn,
     ZoomOut,
 )
@@ -366,6 +369,16 @@ class _ToAst(Transformer):
         if size < 1:
             raise self._error(k, f"sample needs a positive number of tuples, found {k}") if k is not None else AssertionError()
         return Sample(relation, module[1], execution, size, preposition=module[0], pos=_pos(meta))
+
+    def checks(self, meta: Meta, check: Token | None, module: tuple[Literal["in", "of"], str] | None, execution: int | None) -> Checks:
+        return Checks(None if check is None else self._string(check), module[1] if module else None, execution, pos=_pos(meta))
+
+    def blame(self, meta: Meta, target: Selector) -> Blame:
+        return Blame(target, pos=_pos(meta))
+
+    def violations_sel(self, meta: Meta, check: Token, module: tuple[Literal["in", "of"], str] | None,
+                       execution: int | None) -> ViolationsSel:
+        return ViolationsSel(self._string(check), module[1] if module else None, execution, pos=_pos(meta))
 
     def name_list(self, meta: Meta, *names: str) -> list[str]:
         return list(names)

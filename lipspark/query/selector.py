@@ -32,7 +32,7 @@ import numpy as np
 
 from lipspark.errors import QueryError
 from lipspark.graph.index import GraphIndex
-from lipspark.query.ast import Condition, InvocationSel, NodeSel, Selector, TokenSel, TupleKind, TupleSel, ValueSel
+from lipspark.query.ast import Condition, IdsSel, InvocationSel, NodeSel, Selector, TokenSel, TupleKind, TupleSel, ValueSel
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import ordinal_of
 
@@ -272,4 +272,9 @@ def _resolve(g: GraphIndex, sel: Selector) -> np.ndarray:
         return _tuples(g, sel)
     if isinstance(sel, ValueSel):
         return _values(g, sel, resolve(g, sel.of))
+    if isinstance(sel, IdsSel):
+        at = g.lookup(np.asarray(sel.ids, dtype=np.int64))
+        if not (at >= 0).any():
+            raise _fail(sel, f"none of its {len(sel.ids)} node(s) is in this view" + _hidden_hint(g))
+        return at[at >= 0]
     raise QueryError(f"unknown selector {type(sel).__name__}")

@@ -1,6 +1,7 @@
 """Modules, workflows, executions and the provenance store (Lipstick §2.2, §3.1)."""
 from __future__ import annotations
 
+from lipspark.workflow.checks import Check, CheckFailed
 from lipspark.workflow.definition import WorkflowDefinition, load_definition
 from lipspark.workflow.execution import Executor
 from lipspark.workflow.materialize import materialize
@@ -9,4 +10,4 @@ from lipspark.workflow.run import RunSummary, run
 from lipspark.store import Store
 from lipspark.workflow.workflow import Workflow
 
-__all__ = ["Executor", "Module", "Relation", "RunSummary", "Store", "Workflow", "WorkflowDefinition", "load_definition", "materialize", "run"]
+__all__ = ["Check", "CheckFailed", "Executor", "Module", "Relation", "RunSummary", "Store", "Workflow", "WorkflowDefinition", "load_definition", "materialize", "run"]

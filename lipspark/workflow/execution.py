@@ -43,7 +43,9 @@ from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, Invocatio
 from lipspark.vocabulary.ids import positional, positional_col
 from lipspark.vocabulary.lineage import LINEAGE_FILE, LINEAGE_FORMAT, LINEAGE_VERSION, RelationLineage
 from lipspark.vocabulary.tokens import key_violation
+from lipspark.workflow.checks import Target, evaluate
 from lipspark.workflow.module import Module, Relation
+from lipspark.vocabulary.checks import CHECKS_FILE, CHECKS_FORMAT, CHECKS_VERSION, CheckResult
 from lipspark.workflow.relations import (
     StoredRelation,
     check_schema,
@@ -102,6 +104,10 @@ class Executor:
         self._current: _Invocation | None = None
         #: set when the user interrupted the run: a failure then is the interrupt, not module code's
         self.interrupted: threading.Event | None = None
+        #: the relations the current execution wrote that have integrity checks
+        self._targets: list[Target] = []
+        #: the verdicts of the last execution's checks (lipspark.workflow.checks)
+        self.check_results: list[CheckResult] = []
 
     # ------------------------------------------------------------------ relations on disk
     def _writer(self, df: Any, rel_dir: str) -> tuple[Callable[[], None], Any]:
@@ -244,11 +250,14 @@ class Executor:
         """The invocations of execution ``n``, then its graph; the trackers' caches (the graph
         reads them) are freed either way."""
         try:
-            self._lineage = []
+            self._lineage, self._targets, self.check_results = [], [], []
             relations = self._invocations(n, inputs, on_invocation)
             self._current = None
-            self._write_graph(n)
+            # the checks' one job runs while the graph's are written
+            done = run_concurrently([lambda: self._write_graph(n), lambda: evaluate(self.spark, self._targets)])
+            self.check_results = list(done[1] or [])
             self._write_lineage(n)
+            self._write_checks(n)
             return relations
         finally:
             self._release()
@@ -265,6 +274,15 @@ class Executor:
         with open(path, "w") as fh:
             json.dump({"format": LINEAGE_FORMAT, "version": LINEAGE_VERSION, "execution": n,
                        "relations": [r.to_json() for r in self._lineage]}, fh, indent=1, sort_keys=True)
+
+    def _write_checks(self, n: int) -> None:
+        """Write the verdicts of execution ``n``'s integrity checks (docs/store-format.md)."""
+        if not self.check_results:
+            return
+        path = os.path.join(self.store.resolve(self.store.final_dir(n)), CHECKS_FILE)
+        with open(path, "w") as fh:
+            json.dump({"format": CHECKS_FORMAT, "version": CHECKS_VERSION, "execution": n,
+                       "checks": [r.to_json() for r in self.check_results]}, fh, indent=1, sort_keys=True)
 
     def _lineage_of(self, inv: _Invocation, rname: str, df: Any, rel_dir: str, kind: str) -> Callable[[], tuple[RelationLineage, float]]:
         """The action computing the column lineage of one relation the invocation writes (one
@@ -388,6 +406,9 @@ class Executor:
         for rname, kind, rel_dir in planned:
             desc = self._describe_result(inv, module.relation(rname), result[rname], rel_dir, kind)
             described[kind == "collapse"][rname] = desc
+            checks = self.workflow.checks_of(inv.node, rname)
+            if checks:
+                self._targets.append(Target(inv.node, module.name, rname, desc, self.store.resolve(rel_dir), checks))
         return described
 
     def _release(self) -> None:

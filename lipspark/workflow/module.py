@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from lipspark.errors import SchemaError, WorkflowError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.workflow.checks import Check
 
 __all__ = ["check_name", "Relation", "Module", "parse_schema"]
 
@@ -132,6 +135,9 @@ class Module:
     keep
         Relation name → columns its base tuples keep beside the key (a relation without a key
         keeps them all), for queries that read them: ``evaluate … given tuple Cars.Level``.
+    checks
+        Integrity checks (:class:`lipspark.workflow.Check`) on the outputs and state relations
+        the module writes, evaluated by every execution (docs/debugging.md).
     """
 
     name: str
@@ -141,6 +147,7 @@ class Module:
     logic: Callable[..., Mapping[str, Any]] | None = None
     keys: Mapping[str, Any] = field(default_factory=dict)
     keep: Mapping[str, Any] = field(default_factory=dict)
+    checks: Sequence["Check"] = ()
 
     def __post_init__(self) -> None:
         check_name("module name", self.name)
@@ -170,6 +177,12 @@ class Module:
         if unknown:
             raise WorkflowError(f"module {self.name!r}: columns to keep given for unknown relations {unknown}")
         object.__setattr__(self, "_relations", rels)
+        object.__setattr__(self, "checks", tuple(self.checks))
+        check_checks(f"module {self.name!r}", self.checks, [*self.outputs, *self.state])
+
+    def checks_on(self, relation: str) -> tuple["Check", ...]:
+        """The checks the module declares on ``relation``."""
+        return tuple(c for c in self.checks if c.relation == relation)
 
     def relation(self, name: str) -> Relation:
         return self._relations[name]  # type: ignore[attr-defined]
@@ -185,3 +198,20 @@ class Module:
     @property
     def output_names(self) -> tuple[str, ...]:
         return tuple(self.outputs)
+
+
+def check_checks(owner: str, checks: Sequence[Any], written: Sequence[str]) -> None:
+    """Refuse checks that are not :class:`~lipspark.workflow.Check`, that name a relation ``owner``
+    does not write, or two checks of one name on one relation."""
+    from lipspark.workflow.checks import Check
+
+    seen: set[tuple[str, str]] = set()
+    for c in checks:
+        if not isinstance(c, Check):
+            raise WorkflowError(f"{owner}: checks must be lipspark.workflow.Check objects, got {type(c).__name__}")
+        if c.relation not in written:
+            raise WorkflowError(f"{owner}: check {c.name!r} is on {c.relation!r}, which it does not write "
+                                f"(checks go on outputs and state: {', '.join(written) or 'none'})")
+        if (c.relation, c.name) in seen:
+            raise WorkflowError(f"{owner}: two checks on {c.relation} are named {c.name!r}; give each its own name")
+        seen.add((c.relation, c.name))

@@ -16,6 +16,8 @@ from typing import Any
 
 from lipspark.errors import Interrupted, StoreError
 from lipspark.workflow.definition import WorkflowDefinition, load_definition
+from lipspark.vocabulary.checks import CheckResult
+from lipspark.workflow.checks import CheckFailed
 from lipspark.workflow.execution import Executor, relation_frame
 from lipspark.workflow.report import InvocationReport, invocation_reports, module_table, relation_rows, why_empty
 from lipspark.store import Store
@@ -43,6 +45,8 @@ class RunSummary:
     invocations: list[InvocationReport] = field(default_factory=list)
     #: why each empty workflow output ("node.relation") is empty
     empty: dict[str, str] = field(default_factory=dict)
+    #: the integrity checks that failed in the executions run now: (execution, verdict)
+    failed_checks: list[tuple[int, CheckResult]] = field(default_factory=list)
 
     def __str__(self) -> str:
         outputs = [f"{n}.{r}: {c} rows" + (f" ({self.empty[f'{n}.{r}']})" if f"{n}.{r}" in self.empty else "")
@@ -56,6 +60,10 @@ class RunSummary:
             f"store        {self.store} ({self.bytes:,} bytes)",
             f"time         {self.seconds:.1f}s" + (f" ({sum(self.execution_seconds) / len(self.execution_seconds):.2f}s per execution)" if self.execution_seconds else ""),
         ]
+        for n, r in self.failed_checks:
+            what = f"{r.violations} violating row(s)" if r.kind == "row" else "its table predicate is not true"
+            lines.append(f"check        {r.name!r} on {r.relation} of {r.node} fails in execution {n}: {what} ({r.level}; "
+                         f"lipspark query {self.store} -e 'violations \"{r.name}\" execution {n}')")
         if self.invocations:
             lines += ["", f"execution {self.executions_total}, module by module:", module_table(self.invocations)]
         return "\n".join(lines)
@@ -146,7 +154,8 @@ def run(
                 shutil.rmtree(graph_dir, ignore_errors=True)
             raise
         n_run = executions if executions is not None else int(p.get("numExec", 1))
-        times, stopped, seconds = _run_executions(spark, definition, executor, p, n_run, progress, interrupted)
+        failed: list[tuple[int, CheckResult]] = []
+        times, stopped, seconds = _run_executions(spark, definition, executor, p, n_run, progress, interrupted, failed)
     except BaseException as err:
         if not (interrupted.is_set() or isinstance(err, KeyboardInterrupt)):
             raise
@@ -169,7 +178,7 @@ def run(
         empty = {f"{n}.{r}": why_empty(store, workflow, record, n, r) for n, rels in counts.items() for r, c in rels.items() if c == 0}
     return RunSummary(definition.name, store.root, len(times), len(store.executions), stopped, counts,
                       nodes, edges, _dir_bytes(store.root), time.perf_counter() - t0, times, deferred=store.capture == "deferred",
-                      invocations=reports, empty=empty)
+                      invocations=reports, empty=empty, failed_checks=failed)
 
 
 def _on_interrupt(flag: threading.Event, spark: Any, quiet: bool) -> Any:
@@ -254,9 +263,12 @@ def _check_continues(store: Store, definition: WorkflowDefinition, graph_dir: st
 
 
 def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Executor, params: dict[str, Any], n_run: int,
-                    progress: bool, interrupted: threading.Event | None = None) -> tuple[list[float], bool, dict[str, float]]:
+                    progress: bool, interrupted: threading.Event | None = None,
+                    failed: list[tuple[int, CheckResult]] | None = None) -> tuple[list[float], bool, dict[str, float]]:
     """Run up to ``n_run`` executions (fewer if the definition's stop condition is met): the
-    time each took, whether the run stopped early, and the last one's time per invocation."""
+    time each took, whether the run stopped early, and the last one's time per invocation.
+    The checks that fail are added to ``failed``; one of level ``fail`` stops the run
+    (:class:`~lipspark.workflow.checks.CheckFailed`) after its execution is committed."""
     stop = threading.Event() if interrupted is None else interrupted
     bar = None
     if progress:
@@ -281,6 +293,11 @@ def _run_executions(spark: Any, definition: WorkflowDefinition, executor: Execut
             mark[0] = time.perf_counter()
             record = executor.execute(inputs, on_invocation=invoked)
             times.append(time.perf_counter() - e0)
+            bad = [r for r in executor.check_results if not r.passed]
+            if failed is not None:
+                failed.extend((executor.store.executions[-1]["n"], r) for r in bad)
+            if any(r.level == "fail" for r in bad):
+                raise CheckFailed(executor.store.executions[-1]["n"], [r for r in bad if r.level == "fail"])
             if bar:
                 bar.update(1)
             if definition.stop is not None:

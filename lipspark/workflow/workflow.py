@@ -12,10 +12,13 @@ Workflow('demo', nodes=2, edges=1)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from lipspark.errors import WorkflowError
-from lipspark.workflow.module import Module, check_name
+from lipspark.workflow.module import Module, check_checks, check_name
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.workflow.checks import Check
 
 __all__ = ["Workflow", "Node", "Edge"]
 
@@ -46,6 +49,8 @@ class Workflow:
         self.modules: dict[str, Module] = {}
         self.nodes: dict[str, Node] = {}
         self.edges: list[Edge] = []
+        #: node id → the integrity checks declared on that node alone (:meth:`check`)
+        self.node_checks: dict[str, list["Check"]] = {}
         for m in modules:
             self.add_module(m)
 
@@ -64,6 +69,23 @@ class Workflow:
             raise WorkflowError(f"workflow {self.name!r}: node {node_id!r} is defined twice")
         self.nodes[node_id] = Node(node_id, module, input, output)
         return self
+
+    def check(self, node_id: str, *checks: "Check") -> "Workflow":
+        """Declare integrity checks on relations the module of node ``node_id`` writes, for that
+        node only (``Module(checks=...)`` declares them for every node running the module)."""
+        if node_id not in self.nodes:
+            raise WorkflowError(f"workflow {self.name!r}: no node {node_id!r} to check (nodes: {', '.join(self.nodes)})")
+        module = self.modules.get(self.nodes[node_id].module)
+        written = [*module.outputs, *module.state] if module is not None else []
+        mine = self.node_checks.setdefault(node_id, [])
+        check_checks(f"workflow {self.name!r}, node {node_id!r}", [*(module.checks if module else ()), *mine, *checks], written)
+        mine.extend(checks)
+        return self
+
+    def checks_of(self, node_id: str, relation: str) -> tuple["Check", ...]:
+        """Every check on ``relation`` as node ``node_id`` writes it: its module's and the node's own."""
+        module = self.modules[self.nodes[node_id].module]
+        return module.checks_on(relation) + tuple(c for c in self.node_checks.get(node_id, ()) if c.relation == relation)
 
     def edge(self, src: str, dst: str, relations: Sequence[str]) -> "Workflow":
         rels = (relations,) if isinstance(relations, str) else tuple(relations)
