@@ -89,6 +89,12 @@ STATEMENTS: tuple[StatementHelp, ...] = (
     StatementHelp("sample", "sample relation REL of MODULE execution N [K]",
                   "the first K tuples (default 5), by stored position, of a module's input, state or output relation, with their polynomials",
                   "sample relation Cars of dealer1 execution 1 3"),
+    StatementHelp("checks", 'checks ["NAME"] [in MODULE] [execution N]',
+                  "the integrity checks' verdicts: since when each fails; after a delete, whether it would hold",
+                  'checks "discount at most 6%"'),
+    StatementHelp("blame", "blame SELECTOR",
+                  "the base tuples behind the selected tuples (violations \"CHECK\": a check's violating rows), with counts",
+                  'blame violations "discount at most 6%" execution 1'),
 )
 
 _SELECTORS = ("tuple", "input", "state", "output", "invocation", "node", "token", "value")

@@ -81,14 +81,15 @@ _FRIENDLY = {
     "$END": _END,
 }
 _STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
-               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show", "where", "culprits", "sample"]
-_SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value"]
+               "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show", "where", "culprits", "sample",
+               "checks", "blame"]
+_SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value", "violations"]
 _OPERATORS = ["=", "==", "!=", "<>", "<", "<=", ">", ">="]
 # Whole groups of expected tokens are described by one phrase, to keep messages short.
 _GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
     ("a statement (" + ", ".join(_STATEMENTS[:-1]) + f" or {_STATEMENTS[-1]})",
      frozenset(f"'{k}'" for k in _STATEMENTS)),
-    ("a selector (" + ", ".join(_SELECTORS[:-1]) + " or value)",
+    ("a selector (" + ", ".join(_SELECTORS[:-1]) + f" or {_SELECTORS[-1]})",
      frozenset(f"'{k}'" for k in _SELECTORS)),
     ("a comparison operator (" + ", ".join(_OPERATORS[:-1]) + " or >=)",
      frozenset(f"'{k}'" for k in _OPERATORS)),

@@ -43,7 +43,7 @@ from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, Invocatio
 from lipspark.vocabulary.ids import positional, positional_col
 from lipspark.vocabulary.lineage import LINEAGE_FILE, LINEAGE_FORMAT, LINEAGE_VERSION, RelationLineage
 from lipspark.vocabulary.tokens import key_violation
-from lipspark.workflow.checks import Target, evaluate
+from lipspark.workflow.verdicts import Target, evaluate
 from lipspark.workflow.module import Module, Relation
 from lipspark.vocabulary.checks import CHECKS_FILE, CHECKS_FORMAT, CHECKS_VERSION, CheckResult
 from lipspark.workflow.relations import (

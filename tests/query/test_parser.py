@@ -516,10 +516,10 @@ def test_error_names_the_source():
     "text, line, column, detail",
     [
         ("delete", 1, 7, ("unexpected end of the query; expected a selector (tuple, input, state, "
-                         "output, invocation, node, token or value)")),
+                         "output, invocation, node, token, value or violations)")),
         ("frobnicate x", 1, 1, ("unexpected 'frobnicate'; expected ';', a statement (zoomout, zoomin, "
                                "reset, delete, subgraph, ancestors, descendants, depends, polynomial, "
-                               "evaluate, shapley, banzhaf, diff, show, where, culprits or sample) or the end of the query")),
+                               "evaluate, shapley, banzhaf, diff, show, where, culprits, sample, checks or blame) or the end of the query")),
         ("show tuple Cars(CarId = )", 1, 25, ("unexpected ')'; expected a literal (a string, a number, "
                                              "true, false or null)")),
         ("show tuple Cars(CarId 'C2')", 1, 23, ("unexpected \"'C2'\"; expected a comparison operator "
@@ -538,7 +538,7 @@ def test_error_names_the_source():
                                                        "of the query")),
         ("evaluate probability node 1 given", 1, 34, ("unexpected end of the query; expected 'default', "
                                                      "'relation' or a selector (tuple, input, state, "
-                                                     "output, invocation, node, token or value)")),
+                                                     "output, invocation, node, token, value or violations)")),
         ("evaluate probability node 1 seed 1 samples 2", 1, 36, ("unexpected 'samples'; expected ';' or "
                                                                 "the end of the query")),
         ("evaluate probability node 1 given default 1", 1, 43, "unexpected '1'; expected '='"),
