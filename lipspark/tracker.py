@@ -19,13 +19,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lipspark.blackbox import BlackBoxRegistry
-from lipspark.capture.builder import GraphBuilder
+from lipspark.capture.builder import GraphBuilder, InvocationBuilder
 from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import PREFIX, factor, is_hidden
 from lipspark.errors import AnnotationError, ProvenanceWarning
 from lipspark.frame import AnnotatedFrame
 from lipspark.vocabulary import BASE_ID, BaseSegment, Context, FileRef
-from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
+from lipspark.vocabulary.ids import MAX_FILES, file_position_col, is_fine, node_hash_col, positional_col
 from lipspark.vocabulary.tokens import key_violation
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -140,10 +140,10 @@ class Tracker:
         search, :mod:`lipspark.workflow.culprits`, guards those inputs row by row).
     """
 
-    def __init__(self, spark: SparkSession, builder: GraphBuilder | None = None, *, context: Context = Context(),
+    def __init__(self, spark: SparkSession, builder: GraphBuilder | InvocationBuilder | None = None, *, context: Context = Context(),
                  share_breaker_inputs: bool = False) -> None:
         self.spark = spark
-        self.builder = builder if builder is not None else GraphBuilder()
+        self.builder: GraphBuilder | InvocationBuilder = builder if builder is not None else GraphBuilder()
         self.context = context
         self.share_breaker_inputs = share_breaker_inputs
         self.black_boxes = BlackBoxRegistry()
@@ -240,7 +240,7 @@ class Tracker:
             _check_key(df, relation, key)
         seg = self.builder.allocate()
         columns = tuple(key + [k for k in dict.fromkeys(keep) if k not in key]) if key else tuple(df.columns)
-        if files is not None:
+        if files is not None and not is_fine(seg):
             # Token ids from (file ordinal, row index in file): deterministic whatever Spark's
             # partitioning, and the tuples need not be copied: the graph refers to the files.
             ordinals = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(_norm_path(f.path)), F.lit(i))])
@@ -249,9 +249,11 @@ class Tracker:
             annotated = df.withColumn(factor(0), positional_col(seg, ordinal))
             self.builder.record(BaseSegment(seg, self.context, relation=relation, key=tuple(key), columns=columns, files=tuple(files)))
         else:
+            # (in a workflow's module code the segment is a fine one, too large for a positional
+            # id: the tokens are hashed and kept in the graph, as for a relation without files)
             mid = F.monotonically_increasing_id()  # partition << 33 | row in partition
             ordinal = file_position_col(F.shiftright(mid, 33), mid.bitwiseAND((1 << 33) - 1))
-            annotated = df.withColumn(factor(0), positional_col(seg, ordinal))
+            annotated = df.withColumn(factor(0), node_hash_col(seg, ordinal) if is_fine(seg) else positional_col(seg, ordinal))
             self.builder.record(BaseSegment(seg, self.context, relation=relation, key=tuple(key), columns=columns),
                                 tuples=annotated.select(F.col(factor(0)).alias(BASE_ID), *columns))
         return AnnotatedFrame(self, annotated, Layout(1))

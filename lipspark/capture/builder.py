@@ -40,14 +40,14 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from lipspark.errors import AnnotationError
 from lipspark.session import run_concurrently
-from lipspark.vocabulary.ids import check_segment
+from lipspark.vocabulary.ids import check_segment, fine_segment
 from lipspark.vocabulary.segments import FORMAT_VERSION, SEG_COLUMN, FileRef, Segment
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
     from pyspark.sql import DataFrame
 
-__all__ = ["GraphBuilder"]
+__all__ = ["GraphBuilder", "InvocationBuilder"]
 
 
 class GraphBuilder:
@@ -84,6 +84,13 @@ class GraphBuilder:
         seg = check_segment(self._next)
         self._next += 1
         return seg
+
+    def skip_to(self, seg: int) -> None:
+        """Continue numbering at ``seg``: the numbers before it are reserved (a workflow
+        reserves each invocation's coarse segments from its module's declaration)."""
+        if seg < self._next:
+            raise AnnotationError(f"internal: segment numbering cannot go back from {self._next} to {seg}")
+        self._next = check_segment(seg) if seg > 1 else seg
 
     def record(self, segment: Segment, **tables: DataFrame) -> Segment:
         """Record ``segment`` with its tables (lazy DataFrames); returns the segment.
@@ -141,6 +148,47 @@ class GraphBuilder:
         with open(os.path.join(path, "manifest.json"), "w") as fh:
             fh.write(_manifest_text(manifest))
         return manifest
+
+
+class InvocationBuilder:
+    """The builder one module invocation records into: segments go to the execution's
+    :class:`GraphBuilder`, numbered in the invocation's own range
+    (:func:`~lipspark.vocabulary.ids.fine_segment`), so its operations get the same numbers
+    whatever earlier invocations did (a replay of this invocation alone makes the same ids).
+
+    >>> b = GraphBuilder(5)
+    >>> inv = InvocationBuilder(b, 2)
+    >>> from lipspark.vocabulary.ids import fine_segment
+    >>> inv.allocate() == fine_segment(2, 0), inv.allocate() == fine_segment(2, 1), b.next_segment
+    (True, True, 5)
+    """
+
+    def __init__(self, builder: GraphBuilder, invocation: int) -> None:
+        self.builder = builder
+        self.invocation = invocation
+        self._j = 0
+
+    def allocate(self) -> int:
+        """The number of the invocation's next operation."""
+        seg = fine_segment(self.invocation, self._j)
+        self._j += 1
+        return seg
+
+    def record(self, segment: Segment, **tables: "DataFrame") -> Segment:
+        return self.builder.record(segment, **tables)
+
+    def tables(self, seg: int) -> "dict[str, DataFrame]":
+        return self.builder.tables(seg)
+
+    @property
+    def segments(self) -> list[Segment]:
+        return self.builder.segments
+
+    def collect(self) -> "list[tuple[Segment, dict[str, pa.Table]]]":
+        return self.builder.collect()
+
+    def write(self, path: str) -> dict[str, Any]:
+        return self.builder.write(path)
 
 
 def _table_files(path: str) -> list[dict[str, Any]]:

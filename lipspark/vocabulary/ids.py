@@ -11,6 +11,15 @@ Ids are 64-bit integers that do not change when Spark recomputes a plan or a run
 * **aggregate ids**: the group's δ id XOR a per-aggregate constant (:func:`aggregate_salt`);
 * **zoom ids**: ``invocation | 1``, free because an invocation is alone in its segment.
 
+Segments are numbered in two ranges. *Coarse* segments (an invocation, the tokens of the relations
+it is given, its boundary reads and writes) take the numbers below :data:`MAX_SEGMENT`, reserved
+per invocation from its module's declaration (so an invocation's numbers follow from its place
+in the workflow alone). The *fine* segments of an invocation — each rewritten operation in module
+code — are numbered from :data:`FINE_BASE` in a range of their own, :func:`fine_segment`, so they
+depend on the invocation alone, never on how many operations earlier invocations ran; a replay
+of one invocation therefore makes the ids an eager run made. A fine segment's ⊗ and member value
+nodes are hashed (:func:`tensor_ids`), since its number does not fit a positional id.
+
 The *member rule* says which single p-node stands for a row whose provenance is the product of
 several factors (0 stands for 1): the factor itself when exactly one is non-zero, else a
 · node with its own id (:func:`member_ids`, :func:`member_col`).
@@ -33,7 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column
 
 __all__ = [
-    "SEGMENT_SHIFT", "ROW_BITS", "LOW_MASK", "MAX_FILES", "MAX_SEGMENT",
+    "SEGMENT_SHIFT", "ROW_BITS", "LOW_MASK", "MAX_FILES", "MAX_SEGMENT", "FINE_BASE", "FINE_BITS", "MAX_FINE_SEGMENT",
+    "fine_segment", "is_fine", "segment_node",
     "positional", "segment_of", "ordinal_of", "file_position", "check_segment",
     "aggregate_salt", "aggregate_ids", "tensor_ids", "member_value_ids", "zoom_id",
     "member_ids", "positional_col", "file_position_col", "aggregate_id_col", "node_hash_col", "member_col",
@@ -47,17 +57,48 @@ ROW_BITS = 28
 LOW_MASK = (1 << SEGMENT_SHIFT) - 1
 #: How many files one relation may have (file ordinals fit between ROW_BITS and SEGMENT_SHIFT).
 MAX_FILES = 1 << (SEGMENT_SHIFT - ROW_BITS)
-#: Segments are numbered below this (ids stay positive 63-bit numbers).
+#: Coarse segments are numbered below this (positional ids stay positive 63-bit numbers).
 MAX_SEGMENT = 1 << (63 - SEGMENT_SHIFT - 1)
+#: Fine segments (an invocation's rewritten operations) are numbered from here.
+FINE_BASE = MAX_SEGMENT
+#: An invocation numbers at most ``2**FINE_BITS`` operations.
+FINE_BITS = 10
+#: Fine segments are numbered below this (a segment number is a 32-bit integer in the index).
+MAX_FINE_SEGMENT = 1 << 31
 
 _I = TypeVar("_I", int, np.ndarray)
 
 
 def check_segment(seg: int) -> int:
-    """``seg`` if it is a valid segment number, else an :class:`AnnotationError`."""
+    """``seg`` if it is a valid coarse segment number, else an :class:`AnnotationError`."""
     if not 0 < seg < MAX_SEGMENT:
         raise AnnotationError(f"too many provenance operations in one graph (segment {seg}); split the workflow")
     return seg
+
+
+def fine_segment(invocation: int, j: int) -> int:
+    """The number of the ``j``-th rewritten operation of the ``invocation``-th invocation of a
+    workflow store (counted from 0 over its executions, in workflow order).
+
+    >>> fine_segment(0, 0) == FINE_BASE, fine_segment(1, 2) - fine_segment(0, 0)
+    (True, 1026)
+    >>> is_fine(fine_segment(3, 4)), is_fine(7)
+    (True, False)
+    """
+    if not 0 <= j < (1 << FINE_BITS):
+        raise AnnotationError(f"module code of one invocation ran more than {1 << FINE_BITS} provenance operations; "
+                              "split the module into several modules of the workflow")
+    seg = FINE_BASE + (int(invocation) << FINE_BITS) + j
+    if not 0 <= invocation or seg >= MAX_FINE_SEGMENT:
+        raise AnnotationError(f"too many module invocations in one store ({invocation}); start a new store")
+    return seg
+
+
+def is_fine(seg: "int | np.ndarray") -> "bool | np.ndarray":
+    """Whether segment numbers are fine ones (:func:`fine_segment`)."""
+    if isinstance(seg, np.ndarray):
+        return seg >= FINE_BASE
+    return int(seg) >= FINE_BASE
 
 
 def positional(seg: "int | np.ndarray", ordinal: _I) -> _I:
@@ -108,14 +149,45 @@ def aggregate_ids(group_ids: _I, j: int) -> _I:
     return int(group_ids) ^ aggregate_salt(j)
 
 
+def _slot_ids(seg: int, ordinals: np.ndarray) -> np.ndarray:
+    """``positional(seg, ordinals)`` for a coarse segment; for a fine one (whose number does not
+    fit a positional id) a splitmix64 hash of the segment and ordinal, like content ids."""
+    if not is_fine(seg):
+        return positional(seg, ordinals)
+    with np.errstate(over="ignore"):
+        z = (np.uint64(seg) << np.uint64(40)) ^ ordinals.astype(np.uint64)
+        z = z * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z = z ^ (z >> np.uint64(31))
+    return z.view(np.int64)
+
+
+def segment_node(seg: int) -> int:
+    """The id of a segment's one node (a relation-level black box, a condition, a keyless
+    group): ``positional(seg, 0)``, hashed for a fine segment.
+
+    >>> segment_node(5) == positional(5, 0), segment_node(fine_segment(0, 0)) != segment_node(fine_segment(0, 1))
+    (True, True)
+    """
+    return int(_slot_ids(seg, np.zeros(1, dtype=np.int64))[0])
+
+
 def tensor_ids(seg: int, slots: np.ndarray) -> np.ndarray:
-    """Ids of the ⊗ nodes of an aggregation's member slots (``slot = row · n_aggregates + j``)."""
-    return positional(seg, 2 * np.asarray(slots, dtype=np.int64) + 2)
+    """Ids of the ⊗ nodes of an aggregation's member slots (``slot = row · n_aggregates + j``).
+
+    >>> import numpy as np
+    >>> tensor_ids(3, np.array([0])).tolist() == [positional(3, 2)]
+    True
+    >>> a = tensor_ids(fine_segment(0, 1), np.arange(3)); len(set(a.tolist())), a.dtype.name
+    (3, 'int64')
+    """
+    return _slot_ids(seg, 2 * np.asarray(slots, dtype=np.int64) + 2)
 
 
 def member_value_ids(seg: int, slots: np.ndarray) -> np.ndarray:
     """Ids of the constant value nodes paired with the ⊗ nodes of the same slots."""
-    return positional(seg, 2 * np.asarray(slots, dtype=np.int64) + 3)
+    return _slot_ids(seg, 2 * np.asarray(slots, dtype=np.int64) + 3)
 
 
 def zoom_id(invocation: int) -> int:

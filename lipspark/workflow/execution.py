@@ -30,7 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lipspark.capture.builder import GraphBuilder
+from lipspark.capture.builder import GraphBuilder, InvocationBuilder
 from lipspark.capture.lineage import column_lineage, leaf_ids
 from lipspark.capture.layout import Layout
 from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
@@ -46,6 +46,7 @@ from lipspark.vocabulary.tokens import key_violation
 from lipspark.workflow.verdicts import Target, evaluate
 from lipspark.workflow.module import Module, Relation
 from lipspark.vocabulary.checks import CHECKS_FILE, CHECKS_FORMAT, CHECKS_VERSION, CheckResult
+from lipspark.workflow.numbering import Block
 from lipspark.workflow.relations import (
     StoredRelation,
     check_schema,
@@ -74,6 +75,8 @@ class _Invocation:
     execution: int
     inv_id: int
     tracker: Tracker | None
+    #: its coarse segments (lipspark.workflow.numbering)
+    block: Block
     #: what the invocation read: absolute directory → (store-relative directory, role i/s, relation)
     reads: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     #: the exprIds of the columns of those scans → store-relative directory (lipspark.capture.lineage)
@@ -95,6 +98,7 @@ class Executor:
         # base relations get tokens, now or when a deferred store is replayed: their keys are checked
         self.tokens = provenance
         self.builder: GraphBuilder | None = None
+        self._blocks: dict[str, Block] = {}
         self._trackers: list[Tracker] = []
         #: the column lineage of every relation the current execution wrote (lineage.json)
         self._lineage: list[RelationLineage] = []
@@ -125,7 +129,7 @@ class Executor:
         return (lambda: data.write.mode("errorifexists").parquet(path)), written
 
     def _token_relation(self, builder: GraphBuilder, context: Context, rel: Relation, rel_dir: str,
-                        node_type: str | None = "i", what: str = "") -> RelationDescriptor:
+                        node_type: str | None = "i", what: str = "", seg: int | None = None) -> RelationDescriptor:
         """Describe a base relation written at ``rel_dir``: a workflow input (tokens of type i)
         or a module's initial state (plain base tuples, tagged with the module). Its declared
         key must identify each row (checked on the written files; ``what`` names the relation)."""
@@ -139,7 +143,7 @@ class Executor:
                     "the module's keys= to columns that identify each row (a relation without a key numbers repeated rows)"))
         if not self.provenance:
             return RelationDescriptor(rel_dir, files)
-        seg = builder.allocate()
+        seg = builder.allocate() if seg is None else seg
         builder.record(BaseSegment(seg, context, relation=rel.name, key=tuple(rel.key),
                                    columns=rel.token_columns, files=files, type=node_type))
         return RelationDescriptor(rel_dir, files, p=PScheme("token", seg))
@@ -154,12 +158,12 @@ class Executor:
             return df
         builder, context = inv.tracker.builder, inv.tracker.context
         pos = position_col(desc)
-        seg = builder.allocate()
+        seg = inv.block.read(rel.name)
         builder.record(BoundarySegment(seg, context, role=role, relation=rel.name, source=desc, invocation=inv.inv_id))
         cols: list[Any] = [F.col(c) for c in df.columns if not is_hidden(c)]
         cols.append(positional_col(seg, pos).alias(factor(0)))
         for c in desc.values:
-            vseg = builder.allocate()
+            vseg = inv.block.read_value(rel.name, c)
             builder.record(BoundarySegment(vseg, context, role=role, relation=rel.name, source=desc, invocation=inv.inv_id, column=c))
             cols.append(F.when(value_node_col(desc, c, pos).isNotNull(), positional_col(vseg, pos)).alias(value_col(c)))
         cols += [F.col(bag_col(b)) for b in desc.bags]
@@ -174,9 +178,9 @@ class Executor:
         if not isinstance(frame, AnnotatedFrame):
             raise WorkflowError(f"module {inv.module.name!r} returned a plain DataFrame for {rel.name!r}; with provenance on, build it from the module's inputs and state")
         builder, context, layout = inv.tracker.builder, inv.tracker.context, frame.layout
-        seg = builder.allocate()
+        seg = inv.block.write(rel.name)
         # an output's value columns get v-nodes of their own (role vo); a state's keep theirs
-        value_segs = {c: builder.allocate() if kind == "output" else None for c in layout.values}
+        value_segs = {c: inv.block.write_value(rel.name, c) if kind == "output" else None for c in layout.values}
         desc = RelationDescriptor(rel_dir, files, value_segs, layout.bags, PScheme(kind, seg, layout.k))
         builder.record(BoundarySegment(seg, context, role="o" if kind == "output" else "collapse", relation=rel.name,
                                        source=desc, invocation=inv.inv_id))
@@ -224,10 +228,12 @@ class Executor:
         self._check_inputs(inputs)
         first = self.store.meta["next_segment"]
         self.builder = GraphBuilder(first)
+        self._blocks = self._layout(n, first)
         self.store.begin(n)
         started, self._current = time.perf_counter(), None
         try:
             stored_inputs, state, outputs = self._run(n, inputs, on_invocation)
+            self.builder.skip_to(max([first, *(b.end for b in self._blocks.values())]))
             record = {"inputs": _json(stored_inputs), "state": _json(state), "outputs": _json(outputs),
                       "segments": [first, self.builder.next_segment]}
             if verify is not None:
@@ -244,6 +250,18 @@ class Executor:
                 raise ExecutionFailed(report, self.store.root) from err
             raise
         return record
+
+    def _layout(self, n: int, first: int) -> dict[str, Block]:
+        """The coarse segments of each invocation of execution ``n``, from ``first`` on, and the
+        ordinals numbering their fine segments (:mod:`lipspark.workflow.numbering`)."""
+        order = self.workflow.topological_order()
+        blocks: dict[str, Block] = {}
+        at = first
+        for i, node_id in enumerate(order):
+            node = self.workflow.nodes[node_id]
+            blocks[node_id] = Block(self.workflow.modules[node.module], at, (n - 1) * len(order) + i, node.input)
+            at = blocks[node_id].end
+        return blocks
 
     def _run(self, n: int, inputs: Mapping[str, Mapping[str, Any]],
              on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations, _Relations]:
@@ -320,15 +338,16 @@ class Executor:
         """Start an invocation: its segment, its node and, with provenance, its own tracker."""
         assert self.builder is not None
         module = self.workflow.modules[self.workflow.nodes[node_id].module]
-        inv_seg = self.builder.allocate()
+        block = self._blocks[node_id]
+        inv_seg = block.invocation
         inv_id = positional(inv_seg, 0)
         if not self.provenance:
-            return _Invocation(node_id, module, n, inv_id, None)
+            return _Invocation(node_id, module, n, inv_id, None, block)
         context = Context(module.name, node_id, n, inv_id)
-        tracker = Tracker(self.spark, self.builder, context=context, share_breaker_inputs=True)
+        tracker = Tracker(self.spark, InvocationBuilder(self.builder, block.ordinal), context=context, share_breaker_inputs=True)
         self._trackers.append(tracker)
         self.builder.record(InvocationSegment(inv_seg, context, label=module.name))
-        return _Invocation(node_id, module, n, inv_id, tracker)
+        return _Invocation(node_id, module, n, inv_id, tracker, block)
 
     def _module_inputs(self, inv: _Invocation, inputs: Mapping[str, Mapping[str, Any]], outputs: _Relations,
                        stored_inputs: _Relations) -> dict[str, Any]:
@@ -347,7 +366,8 @@ class Executor:
                 assert self.builder is not None
                 desc = self._token_relation(self.builder, context, rel, rel_dir, "i",
                                             f"execution {inv.execution}, module {module.name!r}"
-                                            + (f" (node {inv.node!r})" if inv.node != module.name else "") + f", input {rname!r}")
+                                            + (f" (node {inv.node!r})" if inv.node != module.name else "") + f", input {rname!r}",
+                                            seg=inv.block.token(rname))
                 stored_inputs.setdefault(inv.node, {})[rname] = desc
                 frames[rname] = self._read(inv, rel, desc, "i")
         else:

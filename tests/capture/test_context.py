@@ -9,7 +9,7 @@ from lipspark import Tracker, get_spark
 from lipspark.errors import AnnotationError
 from lipspark.store import Store, read_json
 from lipspark.vocabulary import BaseSegment, Context, InvocationSegment, Segment
-from lipspark.vocabulary.ids import positional
+from lipspark.vocabulary.ids import FINE_BASE, FINE_BITS, is_fine, positional
 
 ROWS = ([(1, "a"), (2, "b")], "id int, k string")
 
@@ -40,12 +40,17 @@ def test_each_invocation_records_in_its_own_context(ledger_runs):
         manifest = read_json(os.path.join(on, e["dir"], "graph", "manifest.json"), "")
         segs = [Segment.from_json(m) for m in manifest["segments"]]
         first, end = e["segments"]
-        assert [s.seg for s in segs] == sorted(s.seg for s in segs) and first <= segs[0].seg and segs[-1].seg < end
         invocations = {s.context.node: s for s in segs if isinstance(s, InvocationSegment)}
         assert sorted(invocations) == ["intake", "ledger", "report"]
+        fine_ranges = set()
         for s in segs:
             inv = invocations[s.context.node]
             assert s.context == Context(inv.label, inv.context.node, e["n"], positional(inv.seg, 0))
+            if is_fine(s.seg):  # an operation of module code: numbered in its invocation's own range
+                fine_ranges.add((s.context.node, (s.seg - FINE_BASE) >> FINE_BITS))
+            else:  # the invocation's coarse segments: the execution's block
+                assert first <= s.seg < end
+        assert len(fine_ranges) == len({node for node, _ in fine_ranges}) == len({r for _, r in fine_ranges})
 
 
 def test_get_spark_leaves_an_existing_sessions_log_level_alone(spark):

@@ -45,7 +45,7 @@ from lipspark.capture.rules._common import BLACK_BOX_HINT, normalized
 from lipspark.capture.rules.condition import record_condition, valued_columns
 from lipspark.errors import UnsupportedOperation
 from lipspark.vocabulary import SPARK_AGGREGATES, AggregateSpec, GroupSegment, Op
-from lipspark.vocabulary.ids import aggregate_id_col, node_hash_col, positional
+from lipspark.vocabulary.ids import aggregate_id_col, node_hash_col, segment_node
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
@@ -153,7 +153,7 @@ def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
     members, specs = members_table(frame, seg, agg, group_id)
     out, values = group_output(frame, seg, agg, exprs, group_id)
     segment = GroupSegment(seg, tracker.context, op=Op.DELTA, label=Op.DELTA.label, k=layout.k, aggregates=specs,
-                           group=positional(seg, 0) if not agg.keys else None)
+                           group=segment_node(seg) if not agg.keys else None)
     tables = {"members": members, **({"values": values} if values is not None else {})}
     tracker.builder.record(segment, **tables)
     value_names = tuple(p.column for p in agg.planned if p.column is not None)
@@ -263,7 +263,7 @@ def _group_id(seg: int, *, keyless: bool) -> Callable[[list[Column]], Column]:
     """The δ id of a group from its (normalized) key values: a content id; a keyless aggregate
     has one group even over no rows, so its id is static (and recorded in the segment)."""
     if keyless:
-        return lambda cols: F.lit(positional(seg, 0))
+        return lambda cols: F.lit(segment_node(seg))
     return lambda cols: node_hash_col(seg, *cols)
 
 

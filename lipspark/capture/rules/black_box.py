@@ -17,7 +17,7 @@ from lipspark.vocabulary.columns import factor, is_hidden
 from lipspark.capture.rules._common import same_tracker
 from lipspark.errors import AnnotationError
 from lipspark.vocabulary import GroupSegment, Op
-from lipspark.vocabulary.ids import positional
+from lipspark.vocabulary.ids import segment_node
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
@@ -32,7 +32,7 @@ def relation_black_box(fn: Callable[..., Any], label: str, frames: Sequence[Anno
         same_tracker(first, f, f"black box {label}")
     tracker = first.tracker
     seg = tracker.builder.allocate()
-    node = positional(seg, 0)
+    node = segment_node(seg)
     result = fn(*[f.to_plain() for f in frames])
     if not isinstance(result, DataFrame):
         raise AnnotationError(f"black box {label!r} must return a DataFrame, returned {type(result).__name__}")

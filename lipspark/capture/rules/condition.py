@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from lipspark.capture.plan import condition_sql, join_references
 from lipspark.vocabulary import Op, RowNodeSegment
 from lipspark.vocabulary.columns import value_col
-from lipspark.vocabulary.ids import positional
+from lipspark.vocabulary.ids import segment_node
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
@@ -54,7 +54,7 @@ def record_condition(tracker: "Tracker", inputs: Sequence[tuple[DataFrame, Seque
     seg = tracker.builder.allocate()
     children = read.where(F.col("c").isNotNull()).distinct().agg(F.collect_list("c").alias("children"))
     nodes = children.select(
-        F.lit(positional(seg, 0)).cast("bigint").alias("id"),
+        F.lit(segment_node(seg)).cast("bigint").alias("id"),
         F.coalesce(F.col("children"), F.array().cast("array<bigint>")).alias("children"),
         F.lit(None).cast("string").alias("value"),
     )
