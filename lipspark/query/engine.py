@@ -269,8 +269,9 @@ class Session:
         self._view: GraphIndex = self.base
         self._pending: Callable[[], GraphIndex] | None = None
         self._ops: list[tuple[str, Any]] = []
-        #: whether every deletion since the last reset gave an exact what-if
-        self._exact = True
+        #: the first execution whose rows the deletions since the last reset may have got wrong (a
+        #: condition there read a changed value; 0: all of them), None while none did
+        self._inexact_from: int | None = None
 
     @property
     def view(self) -> GraphIndex:
@@ -405,7 +406,7 @@ class Session:
         return self._view_result(stmt, f"zoomed in {', '.join(stmt.modules)}")
 
     def _replay(self, ops: list[tuple[str, Any]]) -> None:
-        view, exact = self.base, True
+        view, inexact = self.base, None
         for op, arg in ops:
             if op == "zoomout":
                 view = zoom_out(view, arg)
@@ -417,13 +418,14 @@ class Session:
                     raise QueryError(f"cannot zoom in: an earlier delete removed zoomed-out node(s) {missing}; use reset and zoom first")
                 r = delete(view, arg)
                 at = view.lookup(np.array([c.node for c in r.values], dtype=np.int64))
-                condition = bool((np.asarray(view.op)[at[at >= 0]] == Op.CONDITION).any())
-                exact = exact and r.exact and not condition
+                at = at[at >= 0]
+                conditions = at[np.asarray(view.op)[at] == Op.CONDITION]
+                inexact = _first_inexact(inexact, view.column("execution", conditions).tolist())
                 view = r.view  # with its what-if values
-        self.view, self._ops, self._exact = view, ops, exact
+        self.view, self._ops, self._inexact_from = view, ops, inexact
 
     def _reset(self, stmt: ast.Reset) -> Result:
-        self.view, self._ops, self._exact = self.base, [], True
+        self.view, self._ops, self._inexact_from = self.base, [], None
         return self._view_result(stmt, "back to the captured graph")
 
     def _delete(self, stmt: ast.Delete) -> Result:
@@ -449,7 +451,7 @@ class Session:
                 row.update(feeds[p])
             values.append(row)
         unknown = any(v["after"] == "unknown" for v in values)
-        self._exact = self._exact and r.exact and not conditions
+        self._inexact_from = _first_inexact(self._inexact_from, [c["execution"] for c in conditions])
         return Result(
             str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
             summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed"
@@ -525,7 +527,7 @@ class Session:
             row: dict[str, Any] = {"execution": n, "node": r.node, "relation": r.relation, "check": r.name, "on": r.kind, "level": r.level,
                    "predicate": r.predicate, "verdict": r.verdict, "violations": r.violations}
             if deleted:
-                row["what_if"] = what_if(self.view, store, r, self._exact)
+                row["what_if"] = what_if(self.view, store, r, self._inexact_from is None or n < self._inexact_from)
             rows.append(row)
         failing = [row for row in rows if row["verdict"] == "fails"]
         since = ""
@@ -799,6 +801,18 @@ class Session:
 
 
 #: The handler of each statement type (every statement of :mod:`lipspark.query.ast`).
+def _first_inexact(before: int | None, condition_executions: list[Any]) -> int | None:
+    """The first execution whose rows a deletion may have got wrong, with ``before`` from earlier
+    ones: a condition that read a changed value may keep or drop other rows than a re-run, from its
+    own execution on (rows of earlier executions cannot depend on it; one of no execution: all).
+    Values a deletion made unknown are another matter: the rows holding them say so themselves."""
+    if not condition_executions:
+        return before
+    found = [int(e) for e in condition_executions if e is not None]
+    now = min(found) if len(found) == len(condition_executions) else 0
+    return now if before is None else min(before, now)
+
+
 _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.ZoomOut: Session._zoomout,
     ast.ZoomIn: Session._zoomin,
