@@ -38,7 +38,7 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
 
 @pytest.mark.parametrize("line, expected", [
     ("", ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends", "polynomial",
-          "evaluate", "shapley", "banzhaf", "show", "diff", "where", "culprits", "sample", "help", "quit", "exit"]),
+          "evaluate", "shapley", "banzhaf", "show", "diff", "where", "culprits", "sample", "checks", "blame", "help", "quit", "exit"]),
     ("de", ["delete", "descendants", "depends"]),
     ("ZOOM", ["ZOOMOUT", "ZOOMIN"]),
     ("zoomout ", ["agg", "dealer1"]),
