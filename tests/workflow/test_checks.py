@@ -135,6 +135,7 @@ def test_since_when_a_check_fails(stores):
     assert r.summary.endswith("fails since execution 2")
 
 
+@pytest.mark.slow
 def test_a_check_of_level_fail_stops_the_run_after_its_execution(spark, tmp_path):
     d = str(tmp_path / "s")
     with pytest.raises(CheckFailed, match="execution 2 failed check.*'bounded total' on Totals of totals"):
@@ -146,6 +147,7 @@ def test_a_check_of_level_fail_stops_the_run_after_its_execution(spark, tmp_path
     assert len(Store.open(d).executions) == 3
 
 
+@pytest.mark.slow
 def test_bad_declarations_are_refused_in_one_line(spark, tmp_path):
     from pyspark.sql import functions as F
 
