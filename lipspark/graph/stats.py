@@ -117,7 +117,7 @@ def _group(s: GroupSegment, reader: TableReader, tables: dict[str, Any]) -> tupl
     t = members.select([c for c in members.column_names if c in needed])
     g = t["g"].to_numpy()
     groups = len(np.union1d(g, [s.group]) if s.group is not None else np.unique(g))
-    nodes, edges = groups, t.num_rows  # a member -> group edge per row
+    nodes, edges = groups, t.num_rows if s.group is None else 0  # a member -> group edge per row (a keyless group is 1)
     if fcols:
         f = np.stack([t[c].fill_null(0).to_numpy() for c in fcols], axis=1)
         nz = (f != 0).sum(axis=1)

@@ -1,13 +1,13 @@
-"""Join rules: inner and cross joins (each output row the · of its two input rows), semi joins.
+"""Join rules: inner and cross joins (each output row the · of its two input rows); the others dispatched.
 
 Inner joins, on column names or on a condition (an equality or not, a self join through
 ``alias``), and ``crossJoin``: the factor lists of both sides are concatenated
 (``k = k_left + k_right``) instead of making a · node per row; the · node is made lazily, only
 where a pipeline breaker needs the row as one p-node (the member rule). Semi joins keep the left
 rows that have a partner, each ``r · δ(Σ partners)``: :mod:`~lipspark.capture.rules.semijoin`.
-
-Outer and anti joins are refused: a row kept *because it has no partner* needs a monus
-(difference), which these positive rules do not have.
+A row kept *because it has no partner* needs a monus: anti joins are
+:mod:`~lipspark.capture.rules.antijoin` (``r ⊖ δ(Σ partners)``), outer joins
+:mod:`~lipspark.capture.rules.outer` (matched rows as here, padded rows ``r ⊖ δ(Σ partners)``).
 """
 from __future__ import annotations
 
@@ -26,38 +26,34 @@ from lipspark.errors import UnsupportedOperation
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["join", "cross_join"]
+__all__ = ["join", "cross_join", "align_right", "KINDS"]
 
-#: Outer and anti joins (``how`` lower-cased without underscores): refused, naming what to use.
-_MONUS = {
-    **dict.fromkeys(("outer", "full", "fullouter", "left", "leftouter", "right", "rightouter"), (
-        "an outer join: its rows without a partner need a monus, which lipspark does not have yet",
-        "an inner join for the rows that have partners, or lipspark.cogroup(key, L=left, R=right), which keeps every key "
-        "with the bags of both sides (empty where one has no row); or " + BLACK_BOX_HINT)),
-    **dict.fromkeys(("anti", "leftanti"), (
-        "an anti join: a row kept because it has no partner needs a monus, which lipspark does not have yet",
-        "join(other, on, how='left_semi') keeps the rows that do have a partner; for the others, " + BLACK_BOX_HINT)),
-}
+#: The join kinds the rules cover (as Spark spells them).
+KINDS = "how='inner', 'cross', 'left_semi', 'left_anti', 'left', 'right' or 'full'"
 
 
 def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = None) -> AnnotatedFrame:
     """Inner, cross or semi join on column names or a condition."""
     right = same_tracker(left, other, "join")
+    from lipspark.capture.rules.antijoin import ANTI, anti_join  # they build on this module's helpers
+    from lipspark.capture.rules.outer import OUTER, outer_join
+
     kind = (how or "inner").lower().replace("_", "")
     if kind in SEMI:
         return semi_join(left, right, on, str(how))
+    if kind in ANTI:
+        return anti_join(left, right, on, str(how))
+    if kind in OUTER:
+        return outer_join(left, right, on, str(how))
     if kind == "cross" and on is None:
         return cross_join(left, right)
-    if kind in _MONUS:
-        why, instead = _MONUS[kind]
-        raise UnsupportedOperation(f"join(how={how!r}) ({why})", instead)
     if kind not in ("inner", "cross"):
         left.to_plain().join(right.to_plain(), on, how)  # Spark's own error for a join type it does not know
-        raise UnsupportedOperation(f"join(how={how!r})", "how='inner', how='cross' or how='left_semi'")
+        raise UnsupportedOperation(f"join(how={how!r})", KINDS + "; or " + BLACK_BOX_HINT)
     if on is None:
         raise UnsupportedOperation("join without a condition", "crossJoin(other) for a Cartesian product")
     keys = {on} if isinstance(on, str) else ({c for c in on if isinstance(c, str)} if isinstance(on, (list, tuple)) else set())
-    aligned, layout = _align_right(left, right, keys)
+    aligned, layout = align_right(left, right, keys)
     joined = left.with_annotations().join(aligned, on, "inner")
     record_join_condition(left, right, joined, keys or None)
     return left.derive(joined, layout)
@@ -66,11 +62,11 @@ def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = Non
 def cross_join(left: AnnotatedFrame, other: Any) -> AnnotatedFrame:
     """Cartesian product: every pair, each the · of its two rows."""
     right = same_tracker(left, other, "crossJoin")
-    aligned, layout = _align_right(left, right, set())
+    aligned, layout = align_right(left, right, set())
     return left.derive(left.with_annotations().crossJoin(aligned), layout)
 
 
-def _align_right(left: AnnotatedFrame, right: AnnotatedFrame, keys: set[str]) -> tuple[DataFrame, Layout]:
+def align_right(left: AnnotatedFrame, right: AnnotatedFrame, keys: set[str]) -> tuple[DataFrame, Layout]:
     """The right side with its factors renumbered after the left's, and the joined layout.
 
     The annotations of a column name both sides have (other than a join key) are dropped: the
