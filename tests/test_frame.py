@@ -147,14 +147,14 @@ def test_order_by_and_limit_are_post_processing(spark):
 @pytest.mark.parametrize(
     "op, name",
     [
-        (lambda R, S: R.join(S, "k", "left"), "join(how='left')"),
-        (lambda R, S: R.subtract(R), "DataFrame.subtract"),
+        (lambda R, S: R.exceptAll(R), "DataFrame.exceptAll"),
         (lambda R, S: R.dropDuplicates(["k"]), "dropDuplicates(subset)"),
         (lambda R, S: R.groupBy("k").agg(F.percentile_approx("v", 0.5)), "aggregate percentile_approx"),
         (lambda R, S: R.groupBy("k").agg((F.median("v") + 1).alias("x")), "aggregate median"),
         (lambda R, S: R.select(F.sum("v")), "select with aggregate or window functions"),
         (lambda R, S: R.groupBy("k").pivot("v"), "GroupedData.pivot"),
-        (lambda R, S: R.join(S, "k", "left_anti"), "join(how='left_anti')"),
+        (lambda R, S: R.join(S, how="left_anti"), "join(how='left_anti') without a condition"),
+        (lambda R, S: R.join(S, how="left"), "join(how='left') without a condition"),
     ],
 )
 def test_unsupported_operations_fail_loudly(spark, op, name):
@@ -279,7 +279,7 @@ def test_fillna_never_touches_the_hidden_columns(spark):
     ("writeTo", "the workflow writes"),
     ("createOrReplaceTempView", "spark.sql"),
     ("createTempView", "spark.sql"),
-    ("subtract", "DataFrame.subtract"),
+    ("exceptAll", "subtract(other)"),
     ("rdd", "black_box"),
 ])
 def test_refusals_name_the_operation_and_a_fitting_alternative(spark, name, says):
