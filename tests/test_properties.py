@@ -670,6 +670,9 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
             if not alive:
                 continue
             touched = bool(tokens(polynomial) & deleted)  # a member of the group was deleted
+            if not nk:  # a keyless group is 1: its members are the rows below it
+                below = run_reference(plan.child, reference_relations(data))
+                touched = bool({str(x) for r in below.rows for x in sympy.sympify(r.ann).free_symbols} & deleted)
             for alias, fn, _ in plan.aggs:
                 node = r.annotation.values[alias]
                 what_if = changed.get(node, g.node(node)["value"])

@@ -435,7 +435,7 @@ def _str_node(node: Expr, kids: list[str]) -> str:
     if isinstance(node, Sum):
         return " + ".join(kids) if kids else "0"
     if isinstance(node, Product):
-        parts = [_paren(s, c, (Sum,)) for s, c in zip(kids, node.factors)]
+        parts = [_paren(s, c, (Sum, Monus)) for s, c in zip(kids, node.factors)]
         return "·".join(parts) if parts else "1"
     if isinstance(node, Delta):
         return f"δ({kids[0]})"
