@@ -314,7 +314,8 @@ def plans(draw, depth: int = 3) -> Plan:
         shared = [c for c in cols if c in ocols]
         if not shared or n_products(child) + n_products(other) >= 2:
             return Distinct(child)
-        on = [c for c in cols if c in _subset(draw, shared, 1, 2)]
+        chosen = _subset(draw, shared, 1, 2)
+        on = [c for c in cols if c in chosen]
         keep = [c for c in ocols if c not in shared or c in on]
         return OuterJoin(child, other, tuple(on), tuple(keep), draw(st.sampled_from(["left", "right", "full"])))
     if kind == "anti":

@@ -13,12 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
-from lipspark.capture.layout import Layout
-from lipspark.vocabulary.columns import bag_col, factor, value_col
-from lipspark.capture.rules._common import BLACK_BOX_HINT, same_tracker
+from lipspark.capture.rules._common import BLACK_BOX_HINT, align_right, same_tracker
+from lipspark.capture.rules.antijoin import ANTI, anti_join
+from lipspark.capture.rules.outer import OUTER, outer_join
 from lipspark.capture.rules.condition import record_join_condition
 from lipspark.capture.rules.semijoin import SEMI, semi_join
 from lipspark.errors import UnsupportedOperation
@@ -26,7 +23,7 @@ from lipspark.errors import UnsupportedOperation
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["join", "cross_join", "align_right", "KINDS"]
+__all__ = ["join", "cross_join", "KINDS"]
 
 #: The join kinds the rules cover (as Spark spells them).
 KINDS = "how='inner', 'cross', 'left_semi', 'left_anti', 'left', 'right' or 'full'"
@@ -35,9 +32,6 @@ KINDS = "how='inner', 'cross', 'left_semi', 'left_anti', 'left', 'right' or 'ful
 def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = None) -> AnnotatedFrame:
     """Inner, cross or semi join on column names or a condition."""
     right = same_tracker(left, other, "join")
-    from lipspark.capture.rules.antijoin import ANTI, anti_join  # they build on this module's helpers
-    from lipspark.capture.rules.outer import OUTER, outer_join
-
     kind = (how or "inner").lower().replace("_", "")
     if kind in SEMI:
         return semi_join(left, right, on, str(how))
@@ -64,26 +58,3 @@ def cross_join(left: AnnotatedFrame, other: Any) -> AnnotatedFrame:
     right = same_tracker(left, other, "crossJoin")
     aligned, layout = align_right(left, right, set())
     return left.derive(left.with_annotations().crossJoin(aligned), layout)
-
-
-def align_right(left: AnnotatedFrame, right: AnnotatedFrame, keys: set[str]) -> tuple[DataFrame, Layout]:
-    """The right side with its factors renumbered after the left's, and the joined layout.
-
-    The annotations of a column name both sides have (other than a join key) are dropped: the
-    name becomes ambiguous."""
-    ll, rl = left.layout, right.layout
-    clash = (set(left.columns) & set(right.columns)) - keys
-    rdf = right.with_annotations()
-    cols: list[Column] = [rdf[c] for c in right.columns]
-    cols += [F.col(factor(i)).alias(factor(ll.k + i)) for i in range(rl.k)]
-    values = [v for v in ll.values if v not in clash]
-    bags = [b for b in ll.bags if b not in clash]
-    for v in rl.values:
-        if v not in clash and v not in keys:
-            cols.append(F.col(value_col(v)).alias(value_col(v)))
-            values.append(v)
-    for b in rl.bags:
-        if b not in clash and b not in keys:
-            cols.append(F.col(bag_col(b)).alias(bag_col(b)))
-            bags.append(b)
-    return rdf.select(*cols), Layout(ll.k + rl.k, tuple(values), tuple(bags))

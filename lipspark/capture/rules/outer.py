@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from lipspark.capture.rules.antijoin import join_keys, record_absent
 from lipspark.capture.rules.condition import record_join_condition
-from lipspark.capture.rules.join import align_right
+from lipspark.capture.rules._common import align_right
 from lipspark.errors import UnsupportedOperation
 from lipspark.vocabulary.columns import factor
 
