@@ -202,10 +202,11 @@ def norm_value(v: Any, digits: int = 9) -> Any:
 
 
 def poly_normal_form(p: Any) -> sympy.Expr:
-    """Expanded form (δ arguments expanded too), with the law δ(0) = 0 applied (to a fixpoint)."""
+    """Expanded form (δ arguments expanded too), with the laws δ(0) = 0 and δ(1) = 1 applied (to a
+    fixpoint)."""
     e = sympy.expand(sympy.sympify(p))
     while True:
-        nxt = e.subs(DELTA(0), 0)
+        nxt = e.subs(DELTA(0), 0).subs(DELTA(1), 1)
         if nxt == e:
             return e
         e = nxt
