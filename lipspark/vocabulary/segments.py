@@ -365,9 +365,10 @@ class GroupSegment(Segment):
     """A pipeline breaker: per group one node of operator ``op`` (δ, or a relation-level black
     box labelled ``label``) with an edge from each member; members with ``k > 1`` factors are
     · nodes over them (the member rule); per aggregate one v-node per group with a ⊗ per member
-    whose argument is not null (see :class:`AggregateSpec`). ``group`` is the static δ id of a
-    keyless aggregate (it has one group even over no rows; over no rows that node is 1, an empty
-    product: SQL returns the row, which no tuple derives). The ``values`` table (``g`` and per
+    whose argument is not null (see :class:`AggregateSpec`). ``group`` is the static id of a
+    keyless aggregate's group (it has one group even over no rows, and that node is 1, an empty
+    product with no member edges: SQL returns the row over any input, so no deletion removes
+    it; its aggregates are recomputed). The ``values`` table (``g`` and per
     black-box aggregate its JSON value column) holds what Spark computed for the aggregates
     without a ⊗ form."""
 
