@@ -43,6 +43,7 @@ from pyspark.sql import types as T
 from lipspark.capture.layout import Layout, check_visible
 from lipspark.vocabulary.columns import bag_col, is_hidden, value_col
 from lipspark.capture.rules import aggregate as _aggregate
+from lipspark.capture.rules import difference as _difference
 from lipspark.capture.rules import intersect as _intersect
 from lipspark.capture.rules import join as _join
 from lipspark.capture.rules import projection as _projection
@@ -74,8 +75,7 @@ REFUSALS = {
     "write": _WRITTEN_BY_THE_WORKFLOW, "writeTo": _WRITTEN_BY_THE_WORKFLOW, "writeStream": _WRITTEN_BY_THE_WORKFLOW,
     "createOrReplaceTempView": _SQL, "createTempView": _SQL, "createGlobalTempView": _SQL,
     "createOrReplaceGlobalTempView": _SQL, "registerTempTable": _SQL,
-    "subtract": "intersect(other) for the tuples both sides have; for the difference itself, " + BLACK_BOX_HINT,
-    "exceptAll": "intersect(other) for the tuples both sides have; for the difference itself, " + BLACK_BOX_HINT,
+    "exceptAll": _difference.EXCEPT_ALL_INSTEAD,
     "intersectAll": "intersect(other) for the distinct tuples of both sides (δ of each side's rows), or an inner join "
                     "on every column (m·n copies of a tuple, each the product of its two rows)",
     "sample": "filter(F.rand(seed) < fraction): a selection, computed once", "sampleBy": "filter(...) with F.rand(seed)",
@@ -85,8 +85,7 @@ REFUSALS = {
 
 #: Why a refused method has no rule, where the method's name does not say it.
 _WHY = {
-    "subtract": "a set difference: a tuple kept because the other side lacks it needs a monus, which lipspark does not have yet",
-    "exceptAll": "a bag difference: m − n copies of a tuple need a monus, which lipspark does not have yet",
+    "exceptAll": _difference.EXCEPT_ALL_WHY,
     "intersectAll": "min(m, n) copies of a tuple: no semiring operation takes the smaller of two multiplicities",
 }
 
@@ -401,7 +400,9 @@ class AnnotatedFrame:
     def join(self, other: AnnotatedFrame, on: Any = None, how: str | None = None) -> AnnotatedFrame:
         """Inner (or cross) join: each output row's provenance is the · of its two input rows.
         A semi join (``how="left_semi"``) keeps each left row that has a partner, times δ of the
-        sum of its partners. Outer and anti joins are refused (they need a monus)."""
+        sum of its partners; an anti join (``how="left_anti"``) each left row without one,
+        ``r ⊖ δ(Σ partners)``; an outer join (``"left"``, ``"right"``, ``"full"``) its matched
+        rows as an inner join and its padded rows ``r ⊖ δ(Σ partners)``."""
         return _join.join(self, other, on, how)
 
     def crossJoin(self, other: AnnotatedFrame) -> AnnotatedFrame:
@@ -417,6 +418,10 @@ class AnnotatedFrame:
         """Bag union by column name: every row keeps its annotation; with ``allowMissingColumns``
         a column one side lacks is null on its rows, with no v-node."""
         return _union.union(self, other, by_name=True, allow_missing=allowMissingColumns)
+
+    def subtract(self, other: AnnotatedFrame) -> AnnotatedFrame:
+        """Distinct tuples of this side the other lacks (SQL EXCEPT), each ``δ(Σ left rows) ⊖ δ(Σ right rows)``."""
+        return _difference.subtract(self, other)
 
     def intersect(self, other: AnnotatedFrame) -> AnnotatedFrame:
         """Distinct tuples of both sides (SQL INTERSECT), each ``δ(Σ left rows) · δ(Σ right rows)``."""

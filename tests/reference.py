@@ -14,7 +14,15 @@ under *bag* semantics as PySpark evaluates queries:
 * a semi join keeps each left row that has at least one partner, annotated ``row · δ(Σ partners)``;
 * intersect gives each distinct tuple of both sides ``δ(Σ its left rows) · δ(Σ its right rows)``;
 * distinct gives each distinct tuple ``δ(Σ rows)``; group-by gives each group ``δ(Σ members)``
-  (an aggregation without keys over no rows its one row 1);
+  (an aggregation without keys its one row 1: SQL returns it over any input, so no deletion
+  removes it);
+* the m-semiring difference ``a ⊖ b`` (Geerts and Poggi 2010), ``⊖`` a ``sympy.Function``: an
+  anti join keeps each left row annotated ``r ⊖ δ(Σ partners)``; an outer join its matched rows
+  as a join and, per row of a padded side, ``r ⊖ δ(Σ partners)`` padded with nulls; a set
+  difference (``subtract``) each distinct left tuple ``δ(Σ its left rows) ⊖ δ(Σ its right rows)``.
+  A row whose ⊖ has a non-zero right side (``r ⊖ 0 = r``) is *absent* in this world: the
+  relation lists it apart, in :attr:`KRelation.absent` (the rows a deletion of their partners
+  makes appear), and later operations do not see it (they compute over the rows present);
 * an aggregate column of a group is the formal sum ``Σ member ⊗ value`` over the members whose
   argument is not null (``value`` is 1 for count), kept as a list of ``(polynomial, value)``
   pairs in :class:`AggVal`; the plain aggregate value is computed too (SQL semantics). The
@@ -54,6 +62,12 @@ __all__ = [
     "theta_join",
     "semi_join",
     "semi_join_where",
+    "MONUS",
+    "monus",
+    "anti_join",
+    "anti_join_where",
+    "outer_join",
+    "subtract",
     "compare_columns",
     "union",
     "union_by_name",
@@ -69,6 +83,7 @@ __all__ = [
 ]
 
 DELTA = sympy.Function("δ")
+MONUS = sympy.Function("⊖")
 
 #: Comparison operators usable in :func:`filter_rows` predicates built by tests.
 COMPARATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -145,6 +160,9 @@ class KRelation:
 
     columns: list[str]
     rows: list[KRow]
+    #: rows absent in this world (their annotation is ``r ⊖ b`` with ``b`` non-zero), as the
+    #: operation that made them would output them; not seen by later operations
+    absent: list[KRow] = field(default_factory=list)
 
     def __iter__(self):
         return iter(self.rows)
@@ -184,10 +202,11 @@ def norm_value(v: Any, digits: int = 9) -> Any:
 
 
 def poly_normal_form(p: Any) -> sympy.Expr:
-    """Expanded form (δ arguments expanded too), with the law δ(0) = 0 applied (to a fixpoint)."""
+    """Expanded form (δ arguments expanded too), with the laws δ(0) = 0 and δ(1) = 1 applied (to a
+    fixpoint)."""
     e = sympy.expand(sympy.sympify(p))
     while True:
-        nxt = e.subs(DELTA(0), 0)
+        nxt = e.subs(DELTA(0), 0).subs(DELTA(1), 1)
         if nxt == e:
             return e
         e = nxt
@@ -374,6 +393,87 @@ def semi_join_where(left: KRelation, right: KRelation, predicate: Callable[[dict
     return _semi(left, right, list(left.columns), predicate)
 
 
+def monus(a: Any, b: Any) -> sympy.Expr:
+    """``a ⊖ b`` with ``a ⊖ 0 = a`` and ``0 ⊖ b = 0``."""
+    a, b = sympy.sympify(a), sympy.sympify(b)
+    return a if b == 0 or a == 0 else MONUS(a, b)
+
+
+def _differences(rows: list[tuple[dict[str, Any], Any, list[Any], dict]], columns: list[str]) -> KRelation:
+    """Rows ``(data, annotation, partners' annotations, aggregate values)`` as ``ann ⊖ δ(Σ partners)``:
+    present without partners, absent with."""
+    present, absent = [], []
+    for data, ann, partners, aggs in rows:
+        if partners:
+            absent.append(KRow(data, monus(ann, DELTA(sympy.Add(*partners))), {}))
+        else:
+            present.append(KRow(data, ann, aggs))
+    return KRelation(columns, present, absent)
+
+
+def anti_join(left: KRelation, right: KRelation, on: Sequence[str]) -> KRelation:
+    """Left anti join on the listed columns (``how="left_anti"``): each left row, as often as the
+    left has it, ``row ⊖ δ(Σ partners)`` — present (``row``) without partners (null keys have
+    none), absent with. Output columns: the ``on`` columns, then the left's others (as Spark
+    orders a join on names)."""
+    on = list(on)
+
+    def partner(ld: dict[str, Any], rd: dict[str, Any]) -> bool:
+        return all(ld[c] is not None for c in on) and [ld[c] for c in on] == [rd[c] for c in on]
+
+    out = anti_join_where(left, right, partner)
+    out.columns = on + [c for c in left.columns if c not in on]
+    return out
+
+
+def anti_join_where(left: KRelation, right: KRelation, predicate: Callable[[dict[str, Any], dict[str, Any]], bool]) -> KRelation:
+    """Left anti join on a condition ``predicate(left data, right data)``."""
+    rows = [(dict(lr.data), lr.ann, [rr.ann for rr in right.rows if predicate(lr.data, rr.data)], dict(lr.aggs)) for lr in left.rows]
+    return _differences(rows, list(left.columns))
+
+
+def outer_join(left: KRelation, right: KRelation, on: Sequence[str], how: str) -> KRelation:
+    """Outer equi-join on the listed columns, ``how`` ``"left"``, ``"right"`` or ``"full"``: the
+    matched rows as :func:`join`; each row of a padded side (the left for left and full, the
+    right for right and full) ``row ⊖ δ(Σ partners)``, its other side's columns null (in a full
+    join the keys are the row's own, as Spark coalesces them)."""
+    on = list(on)
+    matched = join(left, right, on)
+    cols = matched.columns
+    lo = [c for c in left.columns if c not in on]
+    ro = [c for c in right.columns if c not in on]
+
+    def partner(ld: dict[str, Any], rd: dict[str, Any]) -> bool:
+        return all(ld[c] is not None for c in on) and [ld[c] for c in on] == [rd[c] for c in on]
+
+    padded: list[tuple[dict[str, Any], Any, list[Any], dict]] = []
+    if how in ("left", "full"):
+        for lr in left.rows:
+            data = {c: lr.data[c] for c in on} | {c: lr.data[c] for c in lo} | dict.fromkeys(ro)
+            padded.append((data, lr.ann, [rr.ann for rr in right.rows if partner(lr.data, rr.data)],
+                           {c: a for c, a in lr.aggs.items() if c in lo}))
+    if how in ("right", "full"):
+        for rr in right.rows:
+            data = {c: rr.data[c] for c in on} | dict.fromkeys(lo) | {c: rr.data[c] for c in ro}
+            padded.append((data, rr.ann, [lr.ann for lr in left.rows if partner(lr.data, rr.data)],
+                           {c: a for c, a in rr.aggs.items() if c in ro}))
+    diff = _differences(padded, cols)
+    return KRelation(cols, matched.rows + diff.rows, diff.absent)
+
+
+def subtract(left: KRelation, right: KRelation) -> KRelation:
+    """Distinct EXCEPT by position (left's column names): each distinct left tuple
+    ``δ(Σ its left rows) ⊖ δ(Σ its right rows)`` (nulls equal to nulls); aggregate values dropped."""
+    if len(left.columns) != len(right.columns):
+        raise ValueError("subtract: different numbers of columns")
+    rgroups: dict[tuple, list[KRow]] = {}
+    for r in right.rows:
+        rgroups.setdefault(_group_key(r.values(right.columns)), []).append(r)
+    rows = [(dict(d.data), d.ann, [r.ann for r in rgroups.get(_group_key(d.values(left.columns)), [])], {})
+            for d in distinct(left).rows]
+    return _differences(rows, list(left.columns))
+
+
 def union(left: KRelation, right: KRelation) -> KRelation:
     """Bag union by position (column names of the left): rows keep their annotations."""
     if len(left.columns) != len(right.columns):
@@ -537,7 +637,7 @@ def group_by(
     not null (value 1 for count) and the plain SQL result, or a :class:`BlackBoxVal`. With no keys
     and an empty input, SQL (and PySpark) return one row (count 0, other aggregates null) when
     ``global_on_empty``; no tuple derives it and none can delete it, so it is annotated 1 (not
-    ``δ(0)`` = 0).
+    ``δ(0)`` = 0) — and so is it over rows: deleting every member leaves it (count 0, sum null).
     """
     keys = list(keys)
     groups: dict[tuple, list[KRow]] = {}
@@ -548,7 +648,7 @@ def group_by(
     rows = []
     for members in groups.values():
         data = {k: members[0].data[k] for k in keys} if members else {}
-        ann = DELTA(sympy.Add(*[m.ann for m in members])) if members else sympy.Integer(1)
+        ann = DELTA(sympy.Add(*[m.ann for m in members])) if members and keys else sympy.Integer(1)
         aggs: dict[str, AggVal | BlackBoxVal] = {}
         for alias, fn, column in aggregates:
             if fn == "expr":

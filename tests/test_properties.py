@@ -2,8 +2,8 @@
 
 For two random relations R(rid, a, b, v) and S(sid, a, b, v) (≤ 6 rows, tiny domains so joins,
 groups and duplicates happen; v sometimes null) and a random plan of depth ≤ 3 over
-filter / select / join (on names, on a condition, semi) / union (by position, by name with
-missing columns) / intersect / distinct / groupBy-agg, we check:
+filter / select / join (on names, on a condition, semi, anti, left/right/full outer) / union (by
+position, by name with missing columns) / intersect / subtract / distinct / groupBy-agg, we check:
 
 1. fidelity: the data lipspark returns equals plain PySpark's (as multisets), and so does the
    reference's (which validates the reference itself);
@@ -13,8 +13,11 @@ missing columns) / intersect / distinct / groupBy-agg, we check:
    boxes of the members or of the group for ``stddev``/``var_pop`` and expressions over
    aggregates) equal the reference's, per output row; aggregates take columns or expressions
    over a column (``sum(v * 2)``, ``count(when(v > 1, 1))``);
-4. for plans without δ (no distinct, group-by, semi join or intersect), the polynomial evaluated
-   in COUNTING with every token 1 is the tuple's multiplicity;
+2b. the rows an anti join, outer join or subtract keeps out because they have partners (absent
+   now, ``r ⊖ δ(Σ partners)``) are the graph's ⊖ nodes: the same data, copies and polynomials
+   as the reference's;
+4. for plans without δ (no distinct, group-by, semi join, intersect or subtract), the polynomial
+   evaluated in COUNTING with every token 1 is the tuple's multiplicity;
 5. deletion propagation in BOOLEAN: with some base tuples deleted, the tuples whose polynomial
    stays true are exactly those of a re-run without the deleted rows (plans without group-by:
    a semi join's row survives with itself and one partner, an intersected tuple with one row
@@ -22,10 +25,15 @@ missing columns) / intersect / distinct / groupBy-agg, we check:
    and for a top-level group-by (nothing aggregated below) the surviving groups and the Boolean
    evaluation of each aggregate value equal the re-run's, and so do the graph's what-if values
    (:func:`lipspark.query.deletion.delete`), but for the aggregates without a ⊗ form, whose
-   what-if is unknown as soon as a member of the group is deleted (never a stale value).
+   what-if is unknown as soon as a member of the group is deleted (never a stale value). With a
+   ⊖ in the plan, the deletion's surviving rows plus the rows it reports as appearing equal the
+   re-run when the ⊖ is the plan's last operation; below another operation a row that appears
+   makes the what-if say it is not exact (what that operation does with the row is not in the
+   graph), and when no row appears the surviving rows equal the re-run.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections import Counter
@@ -33,6 +41,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Union
 
+import numpy as np
 import pytest
 import sympy
 from hypothesis import HealthCheck, Phase, given, settings
@@ -42,6 +51,7 @@ from pyspark.sql import functions as F
 from lipspark import Tracker
 from lipspark.query.deletion import UNKNOWN, delete
 from lipspark.semiring import BOOLEAN, COUNTING, AggValue, evaluate, normal_form, plus, tokens
+from lipspark.vocabulary import Op
 from tests import reference as ref
 from tests.util import reference_form, value_form
 
@@ -153,7 +163,42 @@ class UnionByName:
     right: "Plan"  # allowMissingColumns=True
 
 
-Plan = Union[Base, Filter, Select, Join, Union_, Distinct, Agg, SemiJoin, Rename, CondJoin, Intersect, UnionByName]
+@dataclass(frozen=True)
+class AntiJoin:
+    left: "Plan"
+    right: "Plan"
+    on: tuple[str, ...]
+    how: str  # "anti", "leftanti" or "left_anti"
+
+
+@dataclass(frozen=True)
+class AntiCond:
+    left: "Plan"
+    right: "Plan"  # its columns differ from the left's (a Rename)
+    left_column: str
+    op: str
+    right_column: str
+
+
+@dataclass(frozen=True)
+class OuterJoin:
+    left: "Plan"
+    right: "Plan"
+    on: tuple[str, ...]
+    right_keep: tuple[str, ...]  # as for Join
+    how: str  # "left", "right" or "full"
+
+
+@dataclass(frozen=True)
+class Subtract:
+    left: "Plan"
+    right: "Plan"  # as many columns as the left
+
+
+Plan = Union[Base, Filter, Select, Join, Union_, Distinct, Agg, SemiJoin, Rename, CondJoin, Intersect, UnionByName,
+             AntiJoin, AntiCond, OuterJoin, Subtract]
+#: The operations whose rows may be ⊖ nodes
+MONUS_OPS = (AntiJoin, AntiCond, OuterJoin, Subtract)
 
 
 def columns(p: Plan) -> list[str]:
@@ -161,8 +206,13 @@ def columns(p: Plan) -> list[str]:
         return list(BASE_COLUMNS[p.name])
     if isinstance(p, (Filter, Distinct)):
         return columns(p.child)
-    if isinstance(p, (Intersect,)):
+    if isinstance(p, (Intersect, Subtract, AntiCond)):
         return columns(p.left)
+    if isinstance(p, AntiJoin):  # as Spark gives a join on names: the keys first
+        return list(p.on) + [c for c in columns(p.left) if c not in p.on]
+    if isinstance(p, OuterJoin):
+        lc = columns(p.left)
+        return list(p.on) + [c for c in lc if c not in p.on] + [c for c in p.right_keep if c not in p.on]
     if isinstance(p, SemiJoin):
         return list(p.on) + [c for c in columns(p.left) if c not in p.on]
     if isinstance(p, Rename):
@@ -198,11 +248,11 @@ def has(p: Plan, kinds: tuple[type, ...]) -> bool:
 
 
 def n_products(p: Plan) -> int:
-    return sum(isinstance(n, Join) or (isinstance(n, CondJoin) and not n.semi) for n in nodes(p))
+    return sum(isinstance(n, (Join, OuterJoin)) or (isinstance(n, CondJoin) and not n.semi) for n in nodes(p))
 
 
 def has_delta(p: Plan) -> bool:
-    return has(p, (Distinct, Agg, SemiJoin, Intersect)) or any(isinstance(n, CondJoin) and n.semi for n in nodes(p))
+    return has(p, (Distinct, Agg, SemiJoin, Intersect, Subtract)) or any(isinstance(n, CondJoin) and n.semi for n in nodes(p))
 
 
 # ---------------------------------------------------------------------- strategies
@@ -218,7 +268,7 @@ def plans(draw, depth: int = 3) -> Plan:
     if depth == 0 or draw(st.integers(0, 5)) == 0:
         return Base(draw(st.sampled_from(["R", "S"])))
     kind = draw(st.sampled_from(["filter", "select", "join", "union", "distinct", "agg", "agg",
-                                 "semi", "condition", "intersect", "by_name"]))
+                                 "semi", "condition", "intersect", "by_name", "anti", "outer", "subtract"]))
     child = draw(plans(depth - 1))
     cols = columns(child)
     if kind == "filter":
@@ -260,6 +310,21 @@ def plans(draw, depth: int = 3) -> Plan:
         on = [c for c in cols if c in on]
         keep = [c for c in ocols if c not in shared or c in on]
         return Join(child, other, tuple(on), tuple(keep))
+    if kind == "outer":
+        shared = [c for c in cols if c in ocols]
+        if not shared or n_products(child) + n_products(other) >= 2:
+            return Distinct(child)
+        chosen = _subset(draw, shared, 1, 2)
+        on = [c for c in cols if c in chosen]
+        keep = [c for c in ocols if c not in shared or c in on]
+        return OuterJoin(child, other, tuple(on), tuple(keep), draw(st.sampled_from(["left", "right", "full"])))
+    if kind == "anti":
+        shared = [c for c in cols if c in ocols]
+        if shared and draw(st.booleans()):
+            return AntiJoin(child, other, tuple(_subset(draw, shared, 1, 2)), draw(st.sampled_from(["anti", "leftanti", "left_anti"])))
+        suffix = next(s for s in (f"_{i}" for i in range(2, 9)) if not {c + s for c in ocols} & set(cols))
+        return AntiCond(child, Rename(other, suffix), draw(st.sampled_from(cols)), draw(st.sampled_from(sorted(SPARK_CMP))),
+                        draw(st.sampled_from(ocols)) + suffix)
     if kind == "semi":
         shared = [c for c in cols if c in ocols]
         if shared:
@@ -277,11 +342,12 @@ def plans(draw, depth: int = 3) -> Plan:
         return UnionByName(child, other if list(perm) == ocols else Select(other, perm))
     # union (or intersect) of two compatible sub-plans: project both onto their common columns
     common = [c for c in cols if c in ocols]
+    setop = {"union": Union_, "intersect": Intersect, "subtract": Subtract}[kind]
     if not common:
-        return Union_(child, child) if kind == "union" else Intersect(child, child)
+        return setop(child, child)
     left = child if cols == common else Select(child, tuple(common))
     right = other if ocols == common else Select(other, tuple(common))
-    return Union_(left, right) if kind == "union" else Intersect(left, right)
+    return setop(left, right)
 
 
 @st.composite
@@ -377,6 +443,18 @@ def run_plan(plan: Plan, frames: dict[str, Any]) -> Any:
         return run_plan(plan.left, frames).join(run_plan(plan.right, frames), condition, "left_semi" if plan.semi else "inner")
     if isinstance(plan, Intersect):
         return run_plan(plan.left, frames).intersect(run_plan(plan.right, frames))
+    if isinstance(plan, Subtract):
+        return run_plan(plan.left, frames).subtract(run_plan(plan.right, frames))
+    if isinstance(plan, AntiJoin):
+        return run_plan(plan.left, frames).join(run_plan(plan.right, frames), on=list(plan.on), how=plan.how)
+    if isinstance(plan, AntiCond):
+        condition = SPARK_CMP[plan.op](F.col(plan.left_column), F.col(plan.right_column))
+        return run_plan(plan.left, frames).join(run_plan(plan.right, frames), condition, "left_anti")
+    if isinstance(plan, OuterJoin):
+        left, right = run_plan(plan.left, frames), run_plan(plan.right, frames)
+        if list(plan.right_keep) != columns(plan.right):
+            right = right.select(*plan.right_keep)
+        return left.join(right, on=list(plan.on), how=plan.how)
     if isinstance(plan, UnionByName):
         return run_plan(plan.left, frames).unionByName(run_plan(plan.right, frames), allowMissingColumns=True)
     if isinstance(plan, Distinct):
@@ -387,7 +465,28 @@ def run_plan(plan: Plan, frames: dict[str, Any]) -> Any:
     raise TypeError(plan)
 
 
-def run_reference(plan: Plan, rels: dict[str, ref.KRelation]) -> ref.KRelation:
+def run_reference(plan: Plan, rels: dict[str, ref.KRelation], absent: list[ref.KRow] | None = None) -> ref.KRelation:
+    """The plan in the reference; the absent rows of every ⊖ operation are appended to ``absent``."""
+    out = _reference(plan, rels, absent)
+    if absent is not None:
+        absent.extend(out.absent)
+    return out
+
+
+def _reference(plan: Plan, rels: dict[str, ref.KRelation], absent: list[ref.KRow] | None) -> ref.KRelation:
+    def run_reference(p: Plan, r: dict[str, ref.KRelation]) -> ref.KRelation:  # noqa: F811 - the log goes down
+        return globals()["run_reference"](p, r, absent)
+
+    if isinstance(plan, AntiJoin):
+        return ref.anti_join(run_reference(plan.left, rels), run_reference(plan.right, rels), list(plan.on))
+    if isinstance(plan, AntiCond):
+        condition = ref.compare_columns(plan.left_column, plan.op, plan.right_column)
+        return ref.anti_join_where(run_reference(plan.left, rels), run_reference(plan.right, rels), condition)
+    if isinstance(plan, OuterJoin):
+        left, right = run_reference(plan.left, rels), run_reference(plan.right, rels)
+        return ref.outer_join(left, ref.select(right, list(plan.right_keep)), list(plan.on), plan.how)
+    if isinstance(plan, Subtract):
+        return ref.subtract(run_reference(plan.left, rels), run_reference(plan.right, rels))
     if isinstance(plan, Base):
         return rels[plan.name]
     if isinstance(plan, Filter):
@@ -476,7 +575,8 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
     arows = out.collect_annotated()
     g = t.graph()
 
-    reference = run_reference(plan, reference_relations(data))
+    absent: list[ref.KRow] = []
+    reference = run_reference(plan, reference_relations(data), absent)
     assert reference.columns == columns(plan), why
 
     # (1) fidelity: lipspark's data = plain PySpark's = the reference's, as multisets
@@ -494,6 +594,17 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
     assert set(got) == set(want), why
     for k in want:
         assert ref.poly_normal_form(got[k] - want[k]) == 0, f"tuple {k}: lipspark {got[k]} != reference {want[k]}\n{why}"
+
+    # (2b) the rows kept out because they have partners are the graph's ⊖ nodes
+    got_absent: Counter = Counter()
+    monus = np.flatnonzero(np.asarray(g.op) == int(Op.MONUS))
+    for pos in monus.tolist():
+        row = json.loads(g.column("tuple", np.array([pos]))[0])
+        form = str(sympy.expand(normal_form(g.polynomial(int(g.ids[pos])))))
+        got_absent[(frozenset((c, ref.norm_value(v)) for c, v in row.items()), form)] += int(g.value_at(pos))
+    want_absent = Counter((frozenset((c, ref.norm_value(v)) for c, v in r.data.items()), str(ref.poly_normal_form(r.ann)))
+                          for r in absent)
+    assert got_absent == want_absent, why
 
     # (3) aggregate values, per output row
     agg_cols = sorted({c for r in reference.rows for c in r.aggs})
@@ -532,10 +643,21 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
     kept = {n: [r for r in rows if f"{n}:{r[0]}" not in deleted] for n, rows in data.items()}
     valuation = {tok: False for tok in deleted}
     why += f"\ndeleted={sorted(deleted)}"
+    what_if = delete(g, [g.token_id(tok) for tok in deleted]) if has(plan, MONUS_OPS) else None
+    if what_if is not None and what_if.appeared:
+        assert not what_if.exact, why
+        if not isinstance(plan, MONUS_OPS) or has(plan.left, MONUS_OPS) or has(plan.right, MONUS_OPS):
+            return  # below another operation: what it does with the row is not in the graph
     if not has(plan, (Agg,)):
-        rerun = {key_of(r) for r in run_plan(plan, plain_frames(spark, kept)).collect()}
+        rerun = Counter(key_of(r) for r in run_plan(plan, plain_frames(spark, kept)).collect())
         alive = {k for k, e in summed.items() if evaluate(e, BOOLEAN, valuation, default=True)}
-        assert alive == rerun, why
+        if what_if is None or not what_if.appeared:  # the rows present now that survive are all
+            assert alive == set(rerun), why
+        if what_if is not None:  # the rows that survive, and those that appear, are the re-run's, copies included
+            survived = Counter(key_of(r.row) for r in arows if not what_if.removed[g.positions(r.annotation.factors)].any())
+            for a in what_if.appeared:
+                survived[tuple(ref.norm_value(a.row.get(c)) for c in columns(plan))] += a.copies
+            assert survived == rerun, why
     elif isinstance(plan, Agg) and not has(plan.child, (Agg,)):
         nk = len(plan.keys)
         rerun = {key_of(r)[:nk]: r for r in run_plan(plan, plain_frames(spark, kept)).collect()}
@@ -549,6 +671,9 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
             if not alive:
                 continue
             touched = bool(tokens(polynomial) & deleted)  # a member of the group was deleted
+            if not nk:  # a keyless group is 1: its members are the rows below it
+                below = run_reference(plan.child, reference_relations(data))
+                touched = bool({str(x) for r in below.rows for x in sympy.sympify(r.ann).free_symbols} & deleted)
             for alias, fn, _ in plan.aggs:
                 node = r.annotation.values[alias]
                 what_if = changed.get(node, g.node(node)["value"])
@@ -622,6 +747,29 @@ FIXED = {
 def test_fixed_plans(spark, name):
     deleted = {"R:3", "S:10"}
     check_plan(spark, DATA, FIXED[name], deleted)
+
+
+#: plans with ⊖ (anti, outer joins, subtract), over keys with nulls (v) and duplicates, and
+#: deletions that make rows appear (S:12 is the last partner of R:2's v = 3 and of the tuple (1, 1))
+MONUS_FIXED = {
+    "anti_join_on_nullable_key": AntiJoin(Base("R"), Select(Base("S"), ("v",)), ("v",), "left_anti"),
+    "anti_join_on_a_condition": AntiCond(Base("R"), Rename(Base("S"), "_2"), "v", ">=", "v_2"),
+    "left_outer_join": OuterJoin(Base("R"), Select(Base("S"), ("v", "sid")), ("v",), ("v", "sid"), "left"),
+    "right_outer_join": OuterJoin(Select(Base("R"), ("v", "rid")), Base("S"), ("v",), ("v", "sid", "a", "b"), "right"),
+    "full_outer_join_of_duplicates": OuterJoin(Select(Base("R"), ("a", "b")), Select(Base("S"), ("b", "sid")), ("b",), ("b", "sid"), "full"),
+    "subtract_with_duplicates": Subtract(Select(Base("R"), ("a", "b")), Select(Base("S"), ("a", "b"))),
+    "subtract_of_an_empty_side": Subtract(Select(Base("R"), ("a", "b")), Select(Filter(Base("S"), "a", ">", 5), ("a", "b"))),
+    "anti_join_of_an_empty_side": AntiJoin(Base("R"), Filter(Select(Base("S"), ("a",)), "a", ">", 5), ("a",), "anti"),
+    "outer_join_then_group": Agg(OuterJoin(Base("R"), Select(Base("S"), ("v", "sid")), ("v",), ("v", "sid"), "left"), ("rid",),
+                                 (("cnt_sid", "count", "sid"),)),
+    "anti_join_then_distinct": Distinct(Select(AntiJoin(Base("R"), Select(Base("S"), ("v",)), ("v",), "leftanti"), ("a",))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MONUS_FIXED))
+@pytest.mark.parametrize("deleted", [{"S:12"}, {"R:3", "S:10"}, {"S:10", "S:11", "S:12"}], ids=["S12", "R3-S10", "all-S"])
+def test_monus_plans(spark, name, deleted):
+    check_plan(spark, DATA, MONUS_FIXED[name], deleted)
 
 
 # ---------------------------------------------------------------------- edge cases

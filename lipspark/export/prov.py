@@ -63,13 +63,13 @@ LPS_PREFIX = "lps"
 #: Default refusal threshold of :func:`write_prov` (PROV documents are built in memory).
 MAX_NODES = 200_000
 #: The ``lps:operation`` values: the semiring operation a node applies to its children.
-OPERATIONS = ("token", "times", "plus", "delta", "tensor", "aggregate", "black_box", "constant", "condition")
+OPERATIONS = ("token", "times", "plus", "delta", "tensor", "aggregate", "black_box", "constant", "condition", "monus")
 
 #: The operation of each node operator; invocations and zoomed-out modules are activities (None).
 _OPERATION: dict[Op, str | None] = {
     Op.TOKEN: "token", Op.INVOCATION: None, Op.ZOOM: None, Op.TIMES: "times", Op.PLUS: "plus", Op.DELTA: "delta",
     Op.BLACK_BOX: "black_box", Op.INPUT: "times", Op.STATE: "times", Op.OUTPUT: "times", Op.TENSOR: "tensor",
-    Op.CONSTANT: "constant", Op.CONDITION: "condition", **{o: "aggregate" for o in AGGREGATE_OPS},
+    Op.CONSTANT: "constant", Op.CONDITION: "condition", Op.MONUS: "monus", **{o: "aggregate" for o in AGGREGATE_OPS},
 }
 _OPERATION_BY_CODE = np.array([None] + [_OPERATION[Op(c)] for c in range(1, max(Op) + 1)], dtype=object)
 _ACTIVITY = (int(Op.INVOCATION), int(Op.ZOOM))

@@ -45,6 +45,7 @@ from lipspark.vocabulary import (
     FileRef,
     GroupSegment,
     InvocationSegment,
+    MonusSegment,
     Op,
     RelationDescriptor,
     RowNodeSegment,
@@ -53,7 +54,7 @@ from lipspark.vocabulary import (
 )
 from lipspark.store.manifest import local_path
 from lipspark.vocabulary.tokens import token_labels
-from lipspark.vocabulary.ids import aggregate_ids, file_position, member_ids, member_value_ids, positional, tensor_ids
+from lipspark.vocabulary.ids import MINUEND, SUBTRAHEND, aggregate_ids, file_position, member_ids, member_value_ids, monus_part_ids, positional, tensor_ids
 
 __all__ = ["concat_frames", "expand_segments", "json_value", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
 
@@ -209,7 +210,7 @@ def _groups(s: GroupSegment, m: pd.DataFrame) -> np.ndarray:
     return groups
 
 
-def _member_products(s: GroupSegment, m: pd.DataFrame) -> Nodes:
+def _member_products(s: "GroupSegment | MonusSegment", m: pd.DataFrame) -> Nodes:
     """· nodes for members with several non-zero factors (the member rule), with their edges."""
     fcols = [factor(i) for i in range(s.k)] if s.k > 1 else []
     if not fcols or not len(m):
@@ -402,9 +403,10 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
     """A group-by, distinct, cogroup or relation-level black box (see :class:`GroupSegment`)."""
     m = _members(s, tables["members"])
     groups = _groups(s, m)
-    if s.group is not None and s.op is Op.DELTA and not len(m):
-        # a keyless aggregate over no rows: SQL still returns its row, which no tuple derives and
-        # none can delete, so its annotation is 1 (an empty product), not δ(0) = 0
+    if s.group is not None and s.op is Op.DELTA:
+        # a keyless aggregate: SQL returns its one row over any input, no rows included, so no
+        # deletion removes it: its annotation is 1 (an empty product), not δ(Σ members), and its
+        # members reach it through its aggregates' ⊗ nodes, whose values a what-if recomputes
         node_parts = [_nodes(groups, "p", Op.TIMES, "1", s.seg)]
         edge_parts = [_edges([], [])]
     else:
@@ -439,6 +441,40 @@ def _rownode(s: RowNodeSegment, tables: Tables) -> Nodes:
             src.append(c)
             dst.append(nid)
     return nodes, _edges(src, dst)
+
+
+# ---------------------------------------------------------------------------------- monus
+
+
+def _monus(s: MonusSegment, tables: Tables) -> Nodes:
+    """Per row with partners a ⊖ node (tuple: the row's data; value: how many such rows), its δ
+    subtrahend over the partners and, for a set difference, its δ minuend over the left rows
+    (see :class:`~lipspark.vocabulary.MonusSegment`)."""
+    fcols = [factor(i) for i in range(s.k)] if s.k > 1 else []
+    m = tables["sides"].to_pandas(types_mapper=_NULLABLE.get)
+    for c in fcols:
+        if c not in m.columns:
+            m[c] = pd.Series(pd.NA, index=m.index, dtype="Int64")
+    m = m.sort_values(["g", "side", "m", *fcols], kind="stable").reset_index(drop=True)
+    rows = tables["rows"].to_pandas().drop_duplicates("g").sort_values("g", kind="stable")
+    gids = rows["g"].to_numpy(dtype="int64")
+    node = _nodes(gids, "p", Op.MONUS, s.label, s.seg, [int(c) for c in rows["copies"]])
+    node["tuple"] = rows["tuple"].to_numpy(dtype=object)
+    g, mem, side = m["g"].to_numpy(dtype="int64"), m["m"].to_numpy(dtype="int64"), m["side"].to_numpy(dtype="int64")
+    sub = monus_part_ids(gids, SUBTRAHEND)
+    node_parts = [node, _nodes(sub, "p", Op.DELTA, Op.DELTA.label, s.seg)]
+    right = side == SUBTRAHEND
+    edge_parts = [_edges(mem[right], monus_part_ids(g[right], SUBTRAHEND)), _edges(sub, gids)]
+    left = ~right
+    if s.minuend == "delta":
+        mins = monus_part_ids(gids, MINUEND)
+        node_parts.append(_nodes(mins, "p", Op.DELTA, Op.DELTA.label, s.seg))
+        edge_parts += [_edges(mem[left], monus_part_ids(g[left], MINUEND)), _edges(mins, gids)]
+    else:  # the row itself, once (its copies share the node)
+        once = m.loc[left, ["g", "m"]].drop_duplicates("g")
+        edge_parts.append(_edges(once["m"].to_numpy(dtype="int64"), once["g"].to_numpy(dtype="int64")))
+    dots, dot_edges = _member_products(s, m)
+    return concat_frames([*node_parts, dots]), concat_frames([*edge_parts, dot_edges])
 
 
 # ---------------------------------------------------------------------------------- boundaries
@@ -562,6 +598,8 @@ def _expand_one(s: Segment, tables: Tables, root: str | None) -> Nodes:
         return _group(s, tables)
     if isinstance(s, RowNodeSegment):
         return _rownode(s, tables)
+    if isinstance(s, MonusSegment):
+        return _monus(s, tables)
     raise StoreError(f"unknown segment kind {type(s).__name__} in segment {s.seg}; written by a newer lipspark?")
 
 

@@ -11,6 +11,8 @@ per node, so shared sub-graphs stay shared sub-expressions (a DAG); expand it on
   OUTPUT p-nodes (a tuple crossing a module boundary) are the product of their p-children — the
   tuple's node · the invocation token;
 * BLACK_BOX and ZOOM p-nodes are black boxes (named by their label) of their p-children;
+* a MONUS p-node is ``a ⊖ b``: ``b`` is its child whose id is its subtrahend's
+  (:func:`~lipspark.vocabulary.ids.monus_part_ids`), ``a`` the product of the others;
 * an aggregate v-node (COUNT … AVG) is Σ pᵢ ⊗ vᵢ (:class:`~lipspark.semiring.AggValue`) over its
   TENSOR children, each pairing a member's p-node with a value node's recorded value;
 * a CONSTANT v-node is its value; an INPUT/STATE/OUTPUT v-node passes the expression of the
@@ -39,12 +41,13 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 import numpy as np
 
 from lipspark.errors import MissingValueError, QueryError, StoreError
-from lipspark.semiring import AggValue, Expr, Token, black_box, delta, expand, plus, times
+from lipspark.semiring import ZERO, AggValue, Expr, Token, black_box, delta, expand, monus, plus, times
 from lipspark.semiring import evaluate as evaluate_expr
 from lipspark.semiring.evaluate import describe_tokens, missing_tokens
 from lipspark.semiring.expanded import Expanded, ExpandedAggregate
 from lipspark.semiring.semirings import Semiring
 from lipspark.vocabulary import Op
+from lipspark.vocabulary.ids import SUBTRAHEND, monus_part_ids
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.graph.index import GraphIndex
@@ -152,6 +155,12 @@ def expressions(g: "GraphIndex", root: int | np.ndarray) -> dict[int, Any]:
         op = int(g.op[pos])
         if g.is_v[pos]:
             memo[pos] = _v_expr(g, shown, pos, op, kids, memo)
+        elif op == int(Op.MONUS):
+            sub = monus_part_ids(int(g.ids[pos]), SUBTRAHEND)
+            right = [k for k in kids if int(g.ids[k]) == sub]
+            left = [memo[k] for k in kids if int(g.ids[k]) != sub and not g.is_v[k]]
+            # a subtrahend removed (a view after a deletion) is δ(0) = 0: the row is there
+            memo[pos] = monus(times(*sorted(left, key=str)), memo[right[0]] if right else ZERO)
         else:
             memo[pos] = _p_expr(g, shown, pos, op, [memo[k] for k in kids if not g.is_v[k]])
     return memo

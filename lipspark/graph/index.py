@@ -45,7 +45,7 @@ import numpy as np
 from lipspark.errors import LipsparkError, StoreError
 from lipspark.graph.attrs import ATTRIBUTES, NODE_TYPES, Attributes, Columns, Derived, lookup_in_blocks, op_codes, type_codes
 from lipspark.vocabulary import Op, Segment
-from lipspark.vocabulary.ids import SEGMENT_SHIFT, positional
+from lipspark.vocabulary.ids import SEGMENT_SHIFT, is_fine, positional
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -494,6 +494,11 @@ class GraphIndex:
         parts = []
         for seg, b in zip(segs.tolist(), blocks.tolist()):
             lo, hi = int(self.blocks[b]), int(self.blocks[b + 1])
+            if is_fine(seg):  # an operation of module code: its ids are hashed, not a range
+                if seg_of is None:
+                    return None
+                parts.append(lo + np.flatnonzero(np.asarray(seg_of[lo:hi]) == seg))
+                continue
             part = self.ids[lo:hi]
             i, j = np.searchsorted(part, [positional(seg, 0), positional(seg + 1, 0)])
             cand = np.arange(lo + int(i), lo + int(j), dtype=np.int64)

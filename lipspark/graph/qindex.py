@@ -61,8 +61,10 @@ __all__ = ["INDEX_DIR", "INDEX_FORMAT", "INDEX_VERSION", "MappedGraph", "open_ma
 INDEX_DIR = "index"
 INDEX_FORMAT = "lipspark-index"
 #: 2: token labels tell null, quoted values and repeated values apart (lipspark.vocabulary.tokens);
-#: 3: a boundary value's v-node carries the tuple it is a value of; an older index is rebuilt when opened
-INDEX_VERSION = 3
+#: 3: a boundary value's v-node carries the tuple it is a value of;
+#: 4: a keyless aggregate's row is annotated 1 (no edges from its members: they reach it through its
+#: aggregates), so an index expanded before reads such graphs otherwise; an older index is rebuilt when opened
+INDEX_VERSION = 4
 #: array files: name -> (dtype, what one entry is per: "node", "node+1", "edge", "out", "cross")
 _ARRAYS: dict[str, tuple[str, str]] = {
     "ids": ("<i8", "node"), "kind": ("<i1", "node"), "op": ("<i1", "node"), "type": ("<i1", "node"), "seg": ("<i4", "node"),

@@ -25,7 +25,7 @@ from lipspark.vocabulary.columns import factor
 from lipspark.errors import StoreError
 from lipspark.graph.expand import TOKEN_ID, local_path
 from lipspark.store.manifest import TableReader, read_manifest
-from lipspark.vocabulary import AggregateSpec, BaseSegment, GroupSegment, Op, RowNodeSegment, Segment
+from lipspark.vocabulary import AggregateSpec, BaseSegment, GroupSegment, MonusSegment, Op, RowNodeSegment, Segment
 
 __all__ = ["GraphStats", "graph_stats", "directory_bytes"]
 
@@ -117,7 +117,7 @@ def _group(s: GroupSegment, reader: TableReader, tables: dict[str, Any]) -> tupl
     t = members.select([c for c in members.column_names if c in needed])
     g = t["g"].to_numpy()
     groups = len(np.union1d(g, [s.group]) if s.group is not None else np.unique(g))
-    nodes, edges = groups, t.num_rows  # a member -> group edge per row
+    nodes, edges = groups, t.num_rows if s.group is None else 0  # a member -> group edge per row (a keyless group is 1)
     if fcols:
         f = np.stack([t[c].fill_null(0).to_numpy() for c in fcols], axis=1)
         nz = (f != 0).sum(axis=1)
@@ -143,6 +143,29 @@ def _rownode(s: RowNodeSegment, reader: TableReader, tables: dict[str, Any]) -> 
     return len(first), int(lengths[first].sum())
 
 
+def _monus(s: MonusSegment, reader: TableReader, tables: dict[str, Any]) -> tuple[int, int]:
+    """Per row a ⊖ node and its δ subtrahend (and δ minuend), the members' edges, · member nodes."""
+    fcols = [factor(i) for i in range(s.k)] if s.k > 1 else []
+    rows = _read(reader, s.seg, tables["rows"], ["g"])
+    t = _read(reader, s.seg, tables["sides"], ["g", "m", "side", *fcols])
+    if rows is None or t is None:
+        return 0, 0
+    n = len(np.unique(rows["g"].to_numpy()))
+    parts = 3 if s.minuend == "delta" else 2
+    side = t["side"].to_numpy()
+    left = int((side == 0).sum()) if s.minuend == "delta" else len(np.unique(t["g"].to_numpy()[side == 0]))
+    nodes, edges = parts * n, (parts - 1) * n + int((side == 1).sum()) + left
+    if fcols:
+        f = np.stack([t[c].fill_null(0).to_numpy() for c in fcols], axis=1)
+        nz = (f != 0).sum(axis=1)
+        multi = nz > 1
+        if multi.any():
+            _, first = np.unique(t["m"].to_numpy()[multi], return_index=True)
+            nodes += len(first)
+            edges += int(nz[multi][first].sum())
+    return nodes, edges
+
+
 def graph_stats(path: str) -> GraphStats:
     """Count the nodes and edges a graph written by :meth:`Tracker.write` expands to.
 
@@ -161,6 +184,8 @@ def graph_stats(path: str) -> GraphStats:
             n, e = _group(s, reader, tables)
         elif isinstance(s, RowNodeSegment):
             n, e = _rownode(s, reader, tables)
+        elif isinstance(s, MonusSegment):
+            n, e = _monus(s, reader, tables)
         else:
             raise StoreError(
                 f"graph_stats counts graphs written by Tracker.write; segment kind {s.kind!r} "

@@ -5,7 +5,9 @@ incoming edges or (2) is conjunctive (:attr:`Op.conjunctive <lipspark.vocabulary
 ·, ⊗ and the module boundary nodes, products with their invocation) and lost one. An aggregate
 v-node belongs to its group: it goes when its group's δ goes, not when it merely lost every ⊗
 (the group survives through members whose argument is null, which have no ⊗; its value is then
-the aggregate over no values, Count 0, as Spark computes). Propagation walks only the
+the aggregate over no values, Count 0, as Spark computes). A keyless aggregate's group is 1 (SQL
+returns its row over any input), so its aggregates never go: deleting every member recomputes
+them over nothing (Count 0, Sum null). Propagation walks only the
 descendants of the deleted nodes, a frontier at a time.
 
 Then the aggregate v-nodes that survive but lost ⊗ children (Count, Sum, Min, Max, Avg) are
@@ -15,6 +17,14 @@ boundary (INPUT/STATE/OUTPUT v-nodes) and through aggregates over them; a black 
 value changed cannot be recomputed here and is reported as unknown, and so is a CONDITION (a
 filter, join or grouping over values, :mod:`lipspark.capture.rules.condition`) when a value it
 read changed: the rows it decided may differ, and :attr:`DeletionResult.exact` is then false.
+
+A ⊖ node (a row an outer or anti join or a set difference keeps because another has no
+partner, :class:`~lipspark.vocabulary.MonusSegment`) is there iff its minuend is there and its
+subtrahend is not. Capture records one only for a row that *has* partners, absent now: the
+deletion removes it with its minuend, and when its subtrahend goes (the last partner deleted)
+and its minuend stays the row **appears** (:attr:`DeletionResult.appeared`, with the data it
+has where the operation made it). What the operations after that one would do with it is not in
+the graph (they never saw the row), so a what-if where a row appears is not exact.
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
@@ -29,6 +39,7 @@ read changed: the rows it decided may differ, and :attr:`DeletionResult.exact` i
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -37,9 +48,9 @@ import numpy as np
 from lipspark.graph.index import GraphIndex
 from lipspark.graph.view import change
 from lipspark.vocabulary import UNKNOWN, Op, aggregate
-from lipspark.vocabulary.ids import aggregate_ids
+from lipspark.vocabulary.ids import SUBTRAHEND, aggregate_ids, monus_part_ids
 
-__all__ = ["delete", "DeletionResult", "ValueChange", "propagate", "recompute", "UNKNOWN"]
+__all__ = ["delete", "DeletionResult", "ValueChange", "Appearance", "propagate", "appearing", "recompute", "UNKNOWN"]
 
 #: per operator code: does the node need all of its children (Definition 4.2, rule 2)?
 _CONJUNCTIVE = np.zeros(max(Op) + 1, dtype=bool)
@@ -59,6 +70,17 @@ class ValueChange:
     after: Any
 
 
+@dataclass(frozen=True)
+class Appearance:
+    """A row absent from the captured run that the deletion makes appear (its ⊖ node's
+    subtrahend is gone, its minuend is not): ``row`` is its data where the operation that kept
+    it made it (an outer join's padded columns null), ``copies`` how many such rows."""
+
+    node: int
+    row: Any
+    copies: int
+
+
 @dataclass
 class DeletionResult:
     """The outcome of a deletion: what was removed and what changed; ``view`` is the graph
@@ -75,12 +97,15 @@ class DeletionResult:
     #: positions in ``graph`` of the surviving and of the removed outputs, in node-id order
     surviving_output_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     removed_output_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
+    #: rows that appear (see :class:`Appearance`), by node id
+    appeared: list[Appearance] = field(default_factory=list)
 
     @property
     def exact(self) -> bool:
         """Whether the what-if is what a re-run gives: no value became unknown (a black box
-        or a condition over a changed value)."""
-        return not any(c.after is UNKNOWN for c in self.values)
+        or a condition over a changed value) and no row appeared (what the operations after an
+        outer join, anti join or set difference do with a row it adds is not in the graph)."""
+        return not self.appeared and not any(c.after is UNKNOWN for c in self.values)
 
     @property
     def conditions(self) -> list[ValueChange]:
@@ -115,7 +140,8 @@ def _groups(g: GraphIndex, aggs: np.ndarray) -> np.ndarray:
         cand = aggregate_ids(ids[todo], j)  # XOR with the salt is its own inverse
         pos = g.lookup(cand)
         hit = pos >= 0
-        hit[hit] = g.op[pos[hit]] == int(Op.DELTA)
+        # a group's δ, or the 1 of a keyless aggregate (its one row is there over any input)
+        hit[hit] = np.isin(np.asarray(g.op[pos[hit]]), (int(Op.DELTA), int(Op.TIMES)))
         out[todo[hit]] = pos[hit]
     return out
 
@@ -144,9 +170,14 @@ def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
             reached[first] = True
             remaining[u] -= c
             op = np.asarray(g.op[u], dtype=np.int64)
-            aggregate, empty = _AGGREGATE[op], remaining[u] == 0
+            # aggregates, and black-box v-nodes (a black-box aggregate's follows its group)
+            aggregate, empty = _AGGREGATE[op] | ((op == int(Op.BLACK_BOX)) & np.asarray(g.is_v[u], dtype=bool)), remaining[u] == 0
             held = np.union1d(held, u[empty & aggregate])
-            frontier = u[(empty & ~aggregate) | _CONJUNCTIVE[op]]
+            gone = (empty & ~aggregate) | _CONJUNCTIVE[op]
+            monus = np.flatnonzero((op == int(Op.MONUS)) & ~gone)
+            if len(monus):  # a ⊖ node goes with its minuend, whatever becomes of its subtrahend
+                gone[monus] = [_lost_minuend(g, int(p), removed) for p in u[monus]]
+            frontier = u[gone]
             removed[frontier] = True
         group = _groups(g, held)
         orphaned = (group < 0) | removed[np.maximum(group, 0)]
@@ -155,6 +186,24 @@ def propagate(g: GraphIndex, seeds: Iterable[int]) -> np.ndarray:
         frontier = held[orphaned]
         held = held[~orphaned]
         removed[frontier] = True
+
+
+def _lost_minuend(g: GraphIndex, pos: int, removed: np.ndarray) -> bool:
+    sub = monus_part_ids(int(g.ids[pos]), SUBTRAHEND)
+    return any(removed[k] for k in g.children(pos).tolist() if int(g.ids[k]) != sub)
+
+
+def appearing(g: GraphIndex, removed: np.ndarray) -> np.ndarray:
+    """Positions of the ⊖ nodes that appear when the nodes in the mask ``removed`` go: their
+    subtrahend (a δ over their partners) is removed, they are not."""
+    deltas = np.flatnonzero(removed)
+    deltas = deltas[np.asarray(g.op[deltas]) == int(Op.DELTA)] if len(deltas) else deltas
+    if not len(deltas):
+        return np.zeros(0, dtype=np.int64)
+    pos = g.lookup(monus_part_ids(np.asarray(g.ids[deltas], dtype=np.int64), SUBTRAHEND))
+    pos = pos[pos >= 0]
+    pos = pos[(np.asarray(g.op[pos]) == int(Op.MONUS)) & ~removed[pos]] if len(pos) else pos
+    return np.unique(pos)
 
 
 def recompute(op: Op, values: list[Any]) -> Any:
@@ -225,6 +274,11 @@ def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True) -> Delet
     """
     removed = propagate(g, g.positions(nodes))
     changes = _what_if(g, removed) if values else []
+    shown = appearing(g, removed)
+    rows = g.column("tuple", shown).tolist() if len(shown) else []
+    copies = g.column("value", shown).tolist() if len(shown) else []
+    appeared = sorted((Appearance(int(g.ids[p]), json.loads(t) if isinstance(t, str) else t, int(c or 1))
+                       for p, t, c in zip(shown.tolist(), rows, copies)), key=lambda a: a.node)
     outputs = g.nodes_with(type="o", kind="p")  # output tuples (their values are in `values`)
     out_gone = removed[outputs]
     survivors, lost = g.by_id(outputs[~out_gone]), g.by_id(outputs[out_gone])
@@ -237,4 +291,5 @@ def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True) -> Delet
         values=changes,
         surviving_output_positions=survivors,
         removed_output_positions=lost,
+        appeared=appeared,
     )

@@ -452,15 +452,19 @@ class Session:
             values.append(row)
         unknown = any(v["after"] == "unknown" for v in values)
         self._inexact_from = _first_inexact(self._inexact_from, [c["execution"] for c in conditions])
+        appeared = [{"node": a.node, "tuple": json.dumps(a.row, default=str), "copies": a.copies} for a in r.appeared]
         return Result(
             str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
             summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed"
-            + ("\n(? : a value the graph cannot recompute — it passes through a black box)" if unknown else ""),
+            + ("\n(? : a value the graph cannot recompute — it passes through a black box)" if unknown else "")
+            + (f"\nnot exact: {len(appeared)} row(s) an anti join, outer join or subtract kept out appear (their partners are deleted); "
+               "the operations after it never saw them" if appeared else ""),
             extra={"deleted": [int(i) for i in ids], "removed": [int(i) for i in r.removed_ids], "exact": r.exact and not conditions,
                    "_tables": {"removed outputs": (node_rows(before, gone), out_cols),
                                "changed values": (values, ["name", "module", "execution", "before", "after"]),
                                "conditions": (conditions, ["name", "module", "execution"]),
-                               "surviving outputs": (node_rows(before, survivors), out_cols)},
+                               "surviving outputs": (node_rows(before, survivors), out_cols),
+                               **({"appeared rows": (appeared, ["node", "tuple", "copies"])} if appeared else {})},
                    "_changed": changed_by_tuple(values + conditions)},
         )
 

@@ -42,6 +42,7 @@ _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _OPERATORS = {
     "times": "· (joint use)", "plus": "+ (alternative use)", "delta": "δ (distinct/group)",
     "zoom": "zoomed-out invocation", "tensor": "⊗ (value in an aggregate)", "constant": "constant",
+    "monus": "⊖ (a row kept out by its partners)",
 }
 _ROLES = {"input": "input", "state": "state", "output": "output"}
 

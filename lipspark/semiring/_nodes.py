@@ -23,10 +23,12 @@ __all__ = [
     "Product",
     "Delta",
     "BlackBox",
+    "Monus",
     "plus",
     "times",
     "delta",
     "black_box",
+    "monus",
 ]
 
 #: The aggregate operators an :class:`AggValue` may carry (their labels, in operator order).
@@ -298,6 +300,30 @@ class BlackBox(Expr):
         return (BlackBox, (self.name, self.args))
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Monus(Expr):
+    """The m-semiring difference ``left ⊖ right`` (Geerts and Poggi 2010; ProvSQL's monus
+    gate): a tuple derived by ``left`` as long as ``right`` does not hold. Prefer :func:`monus`.
+
+    >>> print(Monus(Token("a"), Delta(Token("b"))))
+    a ⊖ δ(b)
+    """
+
+    left: Expr
+    right: Expr
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_exprs((self.left, self.right), "Monus arguments")
+        self._init_hash()
+
+    def _children(self) -> tuple[Expr, ...]:
+        return (self.left, self.right)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Monus, (self.left, self.right))
+
+
 def _coerce(x: object) -> Expr:
     if isinstance(x, Expr):
         return x
@@ -370,6 +396,22 @@ def delta(e: Expr) -> Expr:
     return Delta(e)
 
 
+def monus(a: Expr, b: Expr) -> Expr:
+    """``a ⊖ b``, with ``a ⊖ 0 = a`` and ``0 ⊖ b = 0`` (laws of every m-semiring); nothing else
+    is simplified.
+
+    >>> a, b = Token("a"), Token("b")
+    >>> print(monus(a * b, delta(b)))
+    a·b ⊖ δ(b)
+    >>> monus(a, ZERO) is a, monus(ZERO, a) is ZERO
+    (True, True)
+    """
+    a, b = _coerce(a), _coerce(b)
+    if isinstance(b, _Zero) or isinstance(a, _Zero):
+        return a
+    return Monus(a, b)
+
+
 def black_box(name: str, *es: Expr) -> Expr:
     """The p-node of black-box function ``name`` applied to ``es`` (kept as is).
 
@@ -393,9 +435,11 @@ def _str_node(node: Expr, kids: list[str]) -> str:
     if isinstance(node, Sum):
         return " + ".join(kids) if kids else "0"
     if isinstance(node, Product):
-        parts = [_paren(s, c, (Sum,)) for s, c in zip(kids, node.factors)]
+        parts = [_paren(s, c, (Sum, Monus)) for s, c in zip(kids, node.factors)]
         return "·".join(parts) if parts else "1"
     if isinstance(node, Delta):
         return f"δ({kids[0]})"
+    if isinstance(node, Monus):
+        return f"{_paren(kids[0], node.left, (Sum, Monus))} ⊖ {_paren(kids[1], node.right, (Sum, Monus))}"
     assert isinstance(node, BlackBox)
     return f"{node.name}({', '.join(kids)})"

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any, TypeVar
 
 from lipspark.errors import MissingValueError, SemiringError
-from lipspark.semiring._nodes import BlackBox, Delta, Expr, Product, Sum, Token, _One, _Zero
+from lipspark.semiring._nodes import BlackBox, Delta, Expr, Monus, Product, Sum, Token, _One, _Zero
 from lipspark.semiring._traverse import fold_many
 from lipspark.semiring.expr import AggValue, tokens
 from lipspark.semiring.semirings import Semiring
@@ -178,10 +178,12 @@ def evaluate(
             return _fold(semiring.times, kids, semiring.one)
         if isinstance(node, Delta):
             return kids[0] if without_delta else semiring.delta(kids[0])
+        if isinstance(node, Monus):
+            return semiring.monus(kids[0], kids[1])
         if isinstance(node, BlackBox):
             return semiring.black_box(kids)
         raise SemiringError(
-            f"expected an Expr node (Token, ZERO, ONE, Sum, Product, Delta, BlackBox); found "
+            f"expected an Expr node (Token, ZERO, ONE, Sum, Product, Delta, Monus, BlackBox); found "
             f"{type(node).__name__}. Fix: build expressions with lipspark.semiring constructors."
         )
 

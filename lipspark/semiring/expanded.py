@@ -27,7 +27,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from lipspark.errors import SemiringError
-from lipspark.semiring._nodes import BlackBox, Delta, Expr, Product, Sum, Token, _coerce, _One, _Zero
+from lipspark.semiring._nodes import BlackBox, Delta, Expr, Monus, Product, Sum, Token, _coerce, _One, _Zero
 from lipspark.semiring._traverse import fold_many
 from lipspark.semiring.expr import AggValue
 
@@ -152,8 +152,13 @@ def _polys(roots: list[Expr], once: Collection[str]) -> list[_Poly]:
             return _atom(f"δ({_text(kid)})")
         if isinstance(node, BlackBox):
             return _atom(f"{node.name}({', '.join(_text(k) for k in kids)})")
+        if isinstance(node, Monus):  # · does not distribute over ⊖: the difference stays one factor
+            left, right = kids
+            if not left or not right:  # 0 ⊖ b = 0, a ⊖ 0 = a
+                return dict(left)
+            return _atom(f"({_text(left)} ⊖ {_text(right)})")
         raise SemiringError(
-            f"expected an Expr node (Token, ZERO, ONE, Sum, Product, Delta, BlackBox); found "
+            f"expected an Expr node (Token, ZERO, ONE, Sum, Product, Delta, Monus, BlackBox); found "
             f"{type(node).__name__}. Fix: build expressions with lipspark.semiring constructors."
         )
 

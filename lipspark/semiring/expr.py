@@ -32,6 +32,7 @@ from lipspark.semiring._nodes import (
     BlackBox,
     Delta,
     Expr,
+    Monus,
     Product,
     Sum,
     Token,
@@ -43,6 +44,7 @@ from lipspark.semiring._nodes import (
     black_box,
     canonical_op,
     delta,
+    monus,
     plus,
     times,
 )
@@ -57,12 +59,14 @@ __all__ = [
     "Product",
     "Delta",
     "BlackBox",
+    "Monus",
     "AggValue",
     "AGG_OPS",
     "plus",
     "times",
     "delta",
     "black_box",
+    "monus",
     "to_sympy",
     "normal_form",
     "equivalent",
@@ -184,6 +188,8 @@ def _sympy_node(node: Expr, kids: list[sympy.Expr], evaluate: bool) -> sympy.Exp
         return sympy.Mul(*kids, evaluate=evaluate)
     if isinstance(node, Delta):
         return sympy.Function("δ")(kids[0], evaluate=evaluate)
+    if isinstance(node, Monus):  # opaque: · does not distribute over ⊖ in every m-semiring
+        return sympy.Function("⊖")(kids[0], kids[1], evaluate=evaluate)
     assert isinstance(node, BlackBox)
     return sympy.Function(node.name)(*kids, evaluate=evaluate)
 
@@ -314,6 +320,8 @@ def rename_all(exprs: Sequence[Expr], names: Mapping[str, str]) -> list[Expr]:
             return times(*kids)
         if isinstance(node, Delta):
             return delta(kids[0])
+        if isinstance(node, Monus):
+            return monus(kids[0], kids[1])
         if isinstance(node, BlackBox):
             return black_box(node.name, *kids)
         return node  # ZERO, ONE

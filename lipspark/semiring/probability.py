@@ -44,6 +44,7 @@ from lipspark.semiring._nodes import (
     BlackBox,
     Delta,
     Expr,
+    Monus,
     Product,
     Sum,
     Token,
@@ -257,6 +258,12 @@ def _to_formula(
             return formula.node(_OR, kids)
         if isinstance(node, Delta):  # Boolean δ is the identity
             return kids[0]
+        if isinstance(node, Monus):
+            raise SemiringError(
+                "expected an expression without ⊖ (a monus: an outer or anti join, a set difference); found one. "
+                "The probability engine has no negation, so P(a ∧ ¬b) is not computed. Fix: evaluate in the boolean "
+                "semiring per possible world, or ask about a tuple whose provenance has no ⊖"
+            )
         raise SemiringError(
             f"expected an Expr node (Token, ZERO, ONE, Sum, Product, Delta, BlackBox); found "
             f"{type(node).__name__}. Fix: build expressions with lipspark.semiring constructors."

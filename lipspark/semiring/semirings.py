@@ -103,6 +103,20 @@ class Semiring(ABC, Generic[K]):
         """Duplicate elimination δ; the identity unless overridden."""
         return a
 
+    def monus(self, a: K, b: K) -> K:
+        """The m-semiring difference ``a ⊖ b`` (Geerts and Poggi 2010): the least ``c`` with
+        ``a ≤ b + c`` in the semiring's natural order. A semiring without one refuses, naming
+        itself: an evaluation never guesses (``a`` would keep a row a re-run drops).
+
+        >>> BOOLEAN.monus(True, False), COUNTING.monus(2, 5), COUNTING.monus(5, 2)
+        (True, 0, 3)
+        """
+        raise SemiringError(
+            f"expected an m-semiring (one with a monus ⊖) for an expression with ⊖ (an outer or anti join, a set "
+            f"difference); the {self} semiring has none. Fix: evaluate it in boolean, counting, why, lineage, "
+            f"tropical or a minmax/maxmin semiring, or define monus() in your semiring"
+        )
+
     def black_box(self, args: Sequence[K]) -> K:
         """Annotation of a black-box result from its inputs' annotations (fold of plus)."""
         return reduce(self.plus, args, self.zero)
@@ -173,6 +187,10 @@ class BooleanSemiring(Semiring[bool]):
     def is_zero(self, a: bool) -> bool:
         return not a
 
+    def monus(self, a: bool, b: bool) -> bool:
+        """``a and not b``."""
+        return bool(a) and not bool(b)
+
     def coerce(self, value: Any) -> bool:
         """True/False, or 1/0.
 
@@ -204,6 +222,10 @@ class CountingSemiring(Semiring[int]):
 
     def delta(self, a: int) -> int:
         return 1 if a > 0 else 0
+
+    def monus(self, a: int, b: int) -> int:
+        """Truncated difference ``max(0, a − b)`` (the natural numbers' monus)."""
+        return max(0, a - b)
 
     def aggregate(self, op: str, pairs: Sequence[tuple[int, Any]]) -> Any:
         return _aggregate_values(op, [v for _, v in pairs], [k for k, _ in pairs])
@@ -240,6 +262,15 @@ class TropicalSemiring(Semiring[float]):
     def is_zero(self, a: float) -> bool:
         return a == math.inf
 
+    def monus(self, a: float, b: float) -> float:
+        """``∞`` (absent) when ``b`` is at most as costly as ``a`` (``a ≤ b`` in the semiring's
+        order), else ``a`` (ProvSQL's tropical monus).
+
+        >>> TROPICAL.monus(3.0, 1.0), TROPICAL.monus(1.0, 3.0), TROPICAL.monus(1.0, math.inf)
+        (inf, 1.0, 1.0)
+        """
+        return math.inf if b <= a else a
+
     def coerce(self, value: Any) -> float:
         """A real number (a cost), or ``inf`` / ``"inf"`` for absent.
 
@@ -275,6 +306,15 @@ class WhySemiring(Semiring[frozenset[frozenset[str]]]):
         self, a: frozenset[frozenset[str]], b: frozenset[frozenset[str]]
     ) -> frozenset[frozenset[str]]:
         return frozenset(x | y for x in a for y in b)
+
+    def monus(self, a: frozenset[frozenset[str]], b: frozenset[frozenset[str]]) -> frozenset[frozenset[str]]:
+        """The witnesses of ``a`` that are not witnesses of ``b`` (ProvSQL's why monus).
+
+        >>> x, y = WHY.token_value("x"), WHY.token_value("y")
+        >>> WHY.monus(WHY.plus(x, y), y) == x
+        True
+        """
+        return a - b
 
     def token_value(self, name: str) -> frozenset[frozenset[str]]:
         return frozenset({frozenset({name})})
@@ -318,6 +358,19 @@ class LineageSemiring(Semiring["frozenset[str] | None"]):
 
     def is_zero(self, a: frozenset[str] | None) -> bool:
         return a is None
+
+    def monus(self, a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
+        """ProvSQL's lineage (which-provenance) monus: absent when ``a`` is absent or all its tokens
+        are in ``b``; ``a`` when ``b`` is absent; else the tokens of ``a`` not in ``b``.
+
+        >>> sorted(LINEAGE.monus(frozenset({"a", "b"}), frozenset({"b"}))), LINEAGE.monus(frozenset({"a"}), frozenset({"a", "b"}))
+        (['a'], None)
+        """
+        if a is None:
+            return None
+        if b is None:
+            return a
+        return None if a <= b else a - b
 
     def token_value(self, name: str) -> frozenset[str] | None:
         return frozenset({name})
@@ -401,6 +454,15 @@ class _Levels(Semiring[Any]):
 
     def is_zero(self, a: Any) -> bool:
         return a is None
+
+    def monus(self, a: Any, b: Any) -> Any:
+        """ProvSQL's min-max / max-min monus: 0 (None) when ``a ≤ b`` in the semiring's order
+        (``a + b = b``), else ``a``.
+
+        >>> SECURITY.monus("secret", "public") is None, SECURITY.monus("public", "secret"), SECURITY.monus("public", None)
+        (True, 'public', 'public')
+        """
+        return None if a is None or self.plus(a, b) == b else a
 
     def coerce(self, value: Any) -> Any:
         """The level ``value`` names (levels are matched exactly, case included)."""

@@ -115,7 +115,7 @@ def node_label(g: GraphIndex, p: int, row: dict[str, Any], change: tuple[Any, An
             name += f"({_tuple_text(_plain(row.get('tuple')))})"
         if not g.is_v[p]:
             return name
-    elif op in (Op.TIMES, Op.PLUS, Op.DELTA, Op.TENSOR):
+    elif op in (Op.TIMES, Op.PLUS, Op.DELTA, Op.TENSOR, Op.MONUS):
         return op.label
     elif op == Op.CONDITION and change is not None:  # its outcome, not a value: say it may differ
         return f"{label or op.label} ?"

@@ -23,6 +23,7 @@ from lipspark.vocabulary.segments import (
     FileRef,
     GroupSegment,
     InvocationSegment,
+    MonusSegment,
     PScheme,
     RelationDescriptor,
     RowNodeSegment,
@@ -33,4 +34,5 @@ __all__ = [
     "Op", "AGGREGATE_OPS", "BOUNDARY_OPS", "aggregate", "aggregate_op", "is_null", "SPARK_AGGREGATES", "UNKNOWN",
     "FORMAT_VERSION", "AGGREGATES_VERSION", "BOUNDARY_ROLES", "BASE_ID", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
+    "MonusSegment",
 ]

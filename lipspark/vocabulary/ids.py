@@ -9,7 +9,10 @@ Ids are 64-bit integers that do not change when Spark recomputes a plan or a run
 * **content ids**: 64-bit xxhash of the segment and the node's content (δ nodes, · member nodes,
   black-box v-nodes), computed by Spark (:func:`node_hash_col`);
 * **aggregate ids**: the group's δ id XOR a per-aggregate constant (:func:`aggregate_salt`);
-* **zoom ids**: ``invocation | 1``, free because an invocation is alone in its segment.
+* **zoom ids**: ``invocation | 1``, free because an invocation is alone in its segment;
+* **monus parts**: the two sides of a ⊖ node are the δ nodes whose ids are its id XOR a constant
+  per side (:func:`monus_part_ids`), so the graph tells its left side from its right without
+  ordered edges.
 
 Segments are numbered in two ranges. *Coarse* segments (an invocation, the tokens of the relations
 it is given, its boundary reads and writes) take the numbers below :data:`MAX_SEGMENT`, reserved
@@ -45,7 +48,7 @@ __all__ = [
     "SEGMENT_SHIFT", "ROW_BITS", "LOW_MASK", "MAX_FILES", "MAX_SEGMENT", "FINE_BASE", "FINE_BITS", "MAX_FINE_SEGMENT",
     "fine_segment", "is_fine", "segment_node",
     "positional", "segment_of", "ordinal_of", "file_position", "check_segment",
-    "aggregate_salt", "aggregate_ids", "tensor_ids", "member_value_ids", "zoom_id",
+    "aggregate_salt", "aggregate_ids", "tensor_ids", "member_value_ids", "zoom_id", "monus_part_ids", "MINUEND", "SUBTRAHEND",
     "member_ids", "positional_col", "file_position_col", "aggregate_id_col", "node_hash_col", "member_col",
 ]
 
@@ -171,6 +174,23 @@ def segment_node(seg: int) -> int:
     (True, True)
     """
     return int(_slot_ids(seg, np.zeros(1, dtype=np.int64))[0])
+
+
+#: The sides of a ⊖ node (:func:`monus_part_ids`): ``a ⊖ b`` has minuend ``a``, subtrahend ``b``.
+MINUEND, SUBTRAHEND = 0, 1
+# far above the aggregates an ``agg`` may hold, so a part is never taken for an aggregate
+_MONUS_SALT = 1 << 20
+
+
+def monus_part_ids(monus_ids: _I, side: int) -> _I:
+    """Ids of the δ nodes that are side ``side`` (:data:`MINUEND` or :data:`SUBTRAHEND`) of the
+    ⊖ nodes ``monus_ids``: the ⊖ id XOR a constant per side.
+
+    >>> m = 12345
+    >>> monus_part_ids(monus_part_ids(m, SUBTRAHEND), SUBTRAHEND) == m, monus_part_ids(m, MINUEND) != monus_part_ids(m, SUBTRAHEND)
+    (True, True)
+    """
+    return aggregate_ids(monus_ids, _MONUS_SALT + side)
 
 
 def tensor_ids(seg: int, slots: np.ndarray) -> np.ndarray:

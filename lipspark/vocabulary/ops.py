@@ -22,12 +22,17 @@ COUNT … AVG    v     an aggregate Σ pᵢ ⊗ vᵢ over its ⊗ children
 CONSTANT       v     a value without provenance of its own (a member's value); a leaf
 CONDITION      v     a filter, join or grouping whose decision read values (HAVING, a join
                      with an aggregate): its children are every v-node it read
+MONUS          p     ⊖ : a ⊖ b, the m-semiring difference (Geerts and Poggi 2010): a row
+                     kept because another has no partner (outer and anti joins, set
+                     difference); its right side is the child :func:`~lipspark.vocabulary.ids.monus_part_ids` names
 =============  ====  =====================================================================
 
 >>> Op.DELTA.label, Op.parse("delta") is Op.DELTA, Op.parse("δ") is Op.DELTA
 ('δ', True, True)
 >>> Op.SUM.is_aggregate, Op.TENSOR.conjunctive, Op.PLUS.conjunctive
 (True, True, False)
+>>> Op.parse("⊖") is Op.MONUS, Op.MONUS.label, Op.MONUS.conjunctive
+(True, '⊖', False)
 """
 from __future__ import annotations
 
@@ -59,6 +64,7 @@ class Op(IntEnum):
     AVG = 16
     CONSTANT = 17
     CONDITION = 18
+    MONUS = 19
 
     @property
     def label(self) -> str:
@@ -103,7 +109,7 @@ class Op(IntEnum):
         found = _BY_TEXT.get(str(text).lower())
         if found is None:
             raise LipsparkError(
-                f"unknown operator {text!r}; expected one of {', '.join(o.name.lower() for o in cls)} (or ·, +, δ, ⊗)"
+                f"unknown operator {text!r}; expected one of {', '.join(o.name.lower() for o in cls)} (or ·, +, δ, ⊗, ⊖)"
             )
         return found
 
@@ -115,7 +121,7 @@ _LABELS = {
     Op.TOKEN: "token", Op.INVOCATION: "invocation", Op.TIMES: "·", Op.PLUS: "+", Op.DELTA: "δ",
     Op.BLACK_BOX: "black box", Op.INPUT: "·", Op.STATE: "·", Op.OUTPUT: "·", Op.ZOOM: "zoom",
     Op.TENSOR: "⊗", Op.COUNT: "Count", Op.SUM: "Sum", Op.MIN: "Min", Op.MAX: "Max", Op.AVG: "Avg",
-    Op.CONSTANT: "constant", Op.CONDITION: "condition",
+    Op.CONSTANT: "constant", Op.CONDITION: "condition", Op.MONUS: "⊖",
 }
 _BY_TEXT = {o.name.lower(): o for o in Op}
-_BY_TEXT.update({"·": Op.TIMES, "+": Op.PLUS, "δ": Op.DELTA, "⊗": Op.TENSOR, "black_box": Op.BLACK_BOX})
+_BY_TEXT.update({"·": Op.TIMES, "+": Op.PLUS, "δ": Op.DELTA, "⊗": Op.TENSOR, "black_box": Op.BLACK_BOX, "⊖": Op.MONUS})

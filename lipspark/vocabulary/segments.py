@@ -14,6 +14,8 @@ base           one token per base tuple                         ``tuples`` (when
 group          δ (or relation-level black box) per group, ·      ``members``
                member nodes, aggregate v-nodes with ⊗ members
 rownode        one value-level black-box v-node per row          ``nodes``
+monus          per row a ⊖ node (its minuend and its δ             ``sides``, ``rows``
+               subtrahend), · member nodes
 invocation     the module invocation's node                     —
 boundary       module input/state/output nodes of a stored       — (read from the
                relation (and v-nodes of its value columns)       relation's files)
@@ -40,7 +42,7 @@ from lipspark.vocabulary.ops import Op
 __all__ = [
     "FORMAT_VERSION", "AGGREGATES_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
-    "BOUNDARY_ROLES", "BASE_ID",
+    "MonusSegment", "BOUNDARY_ROLES", "BASE_ID",
 ]
 
 #: Version of the graph layout (manifest ``version``) that capture writes for a graph using
@@ -363,9 +365,10 @@ class GroupSegment(Segment):
     """A pipeline breaker: per group one node of operator ``op`` (δ, or a relation-level black
     box labelled ``label``) with an edge from each member; members with ``k > 1`` factors are
     · nodes over them (the member rule); per aggregate one v-node per group with a ⊗ per member
-    whose argument is not null (see :class:`AggregateSpec`). ``group`` is the static δ id of a
-    keyless aggregate (it has one group even over no rows; over no rows that node is 1, an empty
-    product: SQL returns the row, which no tuple derives). The ``values`` table (``g`` and per
+    whose argument is not null (see :class:`AggregateSpec`). ``group`` is the static id of a
+    keyless aggregate's group (it has one group even over no rows, and that node is 1, an empty
+    product with no member edges: SQL returns the row over any input, so no deletion removes
+    it; its aggregates are recomputed). The ``values`` table (``g`` and per
     black-box aggregate its JSON value column) holds what Spark computed for the aggregates
     without a ⊗ form."""
 
@@ -484,5 +487,44 @@ class BoundarySegment(Segment):
                    int(_require(meta, "invocation", "a boundary segment")), meta.get("column"))
 
 
-_KINDS: dict[str, type[Segment]] = {c.kind: c for c in (BaseSegment, GroupSegment, RowNodeSegment, InvocationSegment, BoundarySegment)}
+@dataclass(frozen=True)
+class MonusSegment(Segment):
+    """Rows kept *because* another has no partner (outer and anti joins, set difference): per
+    row ``g`` a ⊖ node, ``minuend ⊖ δ(Σ subtrahend members)`` (Geerts and Poggi 2010).
+
+    Table ``sides``: ``g``, ``m`` (a member p-node, by the member rule over the ``k`` factor
+    columns ``__lp_f<i>`` when ``k > 1``) and ``side`` (0: the minuend, 1: the subtrahend). The
+    subtrahend is the δ node ``monus_part_ids(g, 1)`` over the side-1 members; the minuend is
+    the side-0 member itself (``minuend="row"``: an anti or outer join's row) or the δ node
+    ``monus_part_ids(g, 0)`` over the side-0 members (``minuend="delta"``: a distinct tuple of a
+    set difference). Table ``rows``: ``g``, ``tuple`` (the row as JSON, the data it would have)
+    and ``copies`` (how many such rows). Capture records only rows that have partners — absent
+    now, present in a world without their partners; a row without partners is ``r ⊖ 0 = r``.
+
+    >>> m = MonusSegment(4, Context(), minuend="delta", k=2)
+    >>> Segment.from_json(m.to_json()) == m, m.to_json()["meta"]
+    (True, {'label': '⊖', 'minuend': 'delta', 'k': 2})
+    """
+
+    label: str = "⊖"
+    minuend: str = "row"
+    k: int = 1
+
+    kind: ClassVar[str] = "monus"
+    tables: ClassVar[tuple[str, ...]] = ("sides", "rows")
+
+    def __post_init__(self) -> None:
+        if self.minuend not in ("row", "delta"):
+            raise StoreError(f"a monus segment's minuend is 'row' or 'delta', found {self.minuend!r}; the graph is corrupt")
+
+    def _meta(self) -> dict[str, Any]:
+        return {"label": self.label, "minuend": self.minuend, "k": self.k}
+
+    @classmethod
+    def _from_meta(cls, seg: int, context: Context, meta: Mapping[str, Any]) -> "MonusSegment":
+        return cls(seg, context, str(meta.get("label", "⊖")), str(_require(meta, "minuend", "a monus segment")), int(meta.get("k", 1)))
+
+
+_KINDS: dict[str, type[Segment]] = {c.kind: c for c in (BaseSegment, GroupSegment, RowNodeSegment, InvocationSegment, BoundarySegment,
+                                                         MonusSegment)}
 

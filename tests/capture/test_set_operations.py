@@ -1,6 +1,6 @@
 """Set operations: ``intersect`` (δ of each side's rows per distinct tuple, nulls equal),
-``unionByName`` with missing columns (null, no v-node); ``intersectAll``, ``subtract`` and
-``exceptAll`` refused in one line naming what to use instead."""
+``unionByName`` with missing columns (null, no v-node); ``intersectAll`` and ``exceptAll`` refused
+in one line naming what to use instead (``subtract``: tests/capture/test_monus.py)."""
 from __future__ import annotations
 
 import pytest
@@ -102,8 +102,7 @@ def test_union_by_name_matches_names_as_spark_does(spark):
 # ---------------------------------------------------------------------- refusals
 @pytest.mark.parametrize("name, why, instead", [
     ("intersectAll", "min(m, n) copies", "intersect(other) for the distinct tuples"),
-    ("subtract", "needs a monus", "intersect(other) for the tuples both sides have"),
-    ("exceptAll", "need a monus", "intersect(other) for the tuples both sides have"),
+    ("exceptAll", "no annotation per copy", "subtract(other) for the distinct tuples"),
 ])
 def test_refused_set_operations_say_why_and_what_instead_in_one_line(spark, name, why, instead):
     r = Tracker(spark).annotate(spark.createDataFrame(*L[:2]), "L", key=["id"])

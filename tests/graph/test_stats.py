@@ -52,6 +52,10 @@ FIXTURES = {
     "black-box aggregate over no rows": lambda r, s: r.filter(F.col("id") > 99).agg(F.var_pop("v").alias("vp")),
     "expressions over aggregates": lambda r, s: r.groupBy("k").agg((F.sum("s") / F.count("*")).alias("q"), F.round(F.stddev("v"), 1).alias("sd")),
     "expression over aggregates over no rows": lambda r, s: r.filter(F.col("id") > 99).agg((F.count("*") + F.sum("s")).alias("q")),
+    "anti join (a ⊖ per row with partners)": lambda r, s: r.join(s.filter(F.col("w") != "y"), "s", "left_anti"),
+    "full outer join": lambda r, s: r.join(s.filter(F.col("w") != "y"), "s", "full"),
+    "anti join of joined rows (two factors per member)": lambda r, s: r.join(s, "s").join(r.select("k", "v"), "k", "left_anti"),
+    "subtract": lambda r, s: r.select("s").subtract(s.select("s").filter(F.col("w") == "x")),
     "aggregates of expressions over aggregates": lambda r, s: r.groupBy("k").agg(F.count("*").alias("n"), F.max("v").alias("hi"))
     .groupBy().agg(F.sum(F.col("n") * 2).alias("t"), F.countDistinct("n").alias("d"), F.stddev("n").alias("sd"),
                    F.sum(F.coalesce("hi", "n")).alias("c")),

@@ -6,12 +6,14 @@ from typing import TYPE_CHECKING, Any, Iterable
 from lipspark.errors import AnnotationError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pyspark.sql import Column
+    from pyspark.sql import Column, DataFrame
     from pyspark.sql import types as T
+
+    from lipspark.capture.layout import Layout
 
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["BLACK_BOX_HINT", "NO_VALUE", "as_list", "normalized", "same_tracker"]
+__all__ = ["BLACK_BOX_HINT", "NO_VALUE", "align_right", "as_list", "normalized", "same_tracker"]
 
 #: The advice every unsupported operation ends with.
 BLACK_BOX_HINT = "wrap the computation in lipspark.black_box(fn, frame, ...) to keep coarse provenance"
@@ -66,3 +68,31 @@ def same_tracker(frame: "AnnotatedFrame", other: Any, op: str) -> "AnnotatedFram
     if other.tracker is not frame.tracker:
         raise AnnotationError(f"{op}: the two frames belong to different trackers (different provenance graphs)")
     return other
+
+
+def align_right(left: "AnnotatedFrame", right: "AnnotatedFrame", keys: set[str]) -> "tuple[DataFrame, Layout]":
+    """The right side with its factors renumbered after the left's, and the joined layout.
+
+    The annotations of a column name both sides have (other than a join key) are dropped: the
+    name becomes ambiguous."""
+    from pyspark.sql import functions as F
+
+    from lipspark.capture.layout import Layout
+    from lipspark.vocabulary.columns import bag_col, factor, value_col
+
+    ll, rl = left.layout, right.layout
+    clash = (set(left.columns) & set(right.columns)) - keys
+    rdf = right.with_annotations()
+    cols: "list[Column]" = [rdf[c] for c in right.columns]
+    cols += [F.col(factor(i)).alias(factor(ll.k + i)) for i in range(rl.k)]
+    values = [v for v in ll.values if v not in clash]
+    bags = [b for b in ll.bags if b not in clash]
+    for v in rl.values:
+        if v not in clash and v not in keys:
+            cols.append(F.col(value_col(v)).alias(value_col(v)))
+            values.append(v)
+    for b in rl.bags:
+        if b not in clash and b not in keys:
+            cols.append(F.col(bag_col(b)).alias(bag_col(b)))
+            bags.append(b)
+    return rdf.select(*cols), Layout(ll.k + rl.k, tuple(values), tuple(bags))

@@ -1,8 +1,9 @@
 """Aggregation rules: ``groupBy().agg()`` and ``distinct`` (Lipstick §3.2, δ and ⊗).
 
 Each group's output row derives from one δ node over the p-nodes of its members (the member
-rule makes a · node of a member with several factors; a keyless aggregate over no rows, whose
-one row SQL returns anyway, is annotated 1). Each aggregate of the group is a v-node:
+rule makes a · node of a member with several factors; a keyless aggregate, whose one row SQL
+returns over any input, is annotated 1: its group node has no member edges, and its members
+reach it through its aggregates). Each aggregate of the group is a v-node:
 
 * Count, Sum, Min, Max and Avg — of a column or of any expression over the row
   (``sum(when(c, x).otherwise(0))``) — are ``Σ mᵢ ⊗ vᵢ``, whose ⊗ children pair each member

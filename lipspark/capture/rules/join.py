@@ -1,24 +1,21 @@
-"""Join rules: inner and cross joins (each output row the · of its two input rows), semi joins.
+"""Join rules: inner and cross joins (each output row the · of its two input rows); the others dispatched.
 
 Inner joins, on column names or on a condition (an equality or not, a self join through
 ``alias``), and ``crossJoin``: the factor lists of both sides are concatenated
 (``k = k_left + k_right``) instead of making a · node per row; the · node is made lazily, only
 where a pipeline breaker needs the row as one p-node (the member rule). Semi joins keep the left
 rows that have a partner, each ``r · δ(Σ partners)``: :mod:`~lipspark.capture.rules.semijoin`.
-
-Outer and anti joins are refused: a row kept *because it has no partner* needs a monus
-(difference), which these positive rules do not have.
+A row kept *because it has no partner* needs a monus: anti joins are
+:mod:`~lipspark.capture.rules.antijoin` (``r ⊖ δ(Σ partners)``), outer joins
+:mod:`~lipspark.capture.rules.outer` (matched rows as here, padded rows ``r ⊖ δ(Σ partners)``).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as F
-
-from lipspark.capture.layout import Layout
-from lipspark.vocabulary.columns import bag_col, factor, value_col
-from lipspark.capture.rules._common import BLACK_BOX_HINT, same_tracker
+from lipspark.capture.rules._common import BLACK_BOX_HINT, align_right, same_tracker
+from lipspark.capture.rules.antijoin import ANTI, anti_join
+from lipspark.capture.rules.outer import OUTER, outer_join
 from lipspark.capture.rules.condition import record_join_condition
 from lipspark.capture.rules.semijoin import SEMI, semi_join
 from lipspark.errors import UnsupportedOperation
@@ -26,18 +23,10 @@ from lipspark.errors import UnsupportedOperation
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["join", "cross_join"]
+__all__ = ["join", "cross_join", "KINDS"]
 
-#: Outer and anti joins (``how`` lower-cased without underscores): refused, naming what to use.
-_MONUS = {
-    **dict.fromkeys(("outer", "full", "fullouter", "left", "leftouter", "right", "rightouter"), (
-        "an outer join: its rows without a partner need a monus, which lipspark does not have yet",
-        "an inner join for the rows that have partners, or lipspark.cogroup(key, L=left, R=right), which keeps every key "
-        "with the bags of both sides (empty where one has no row); or " + BLACK_BOX_HINT)),
-    **dict.fromkeys(("anti", "leftanti"), (
-        "an anti join: a row kept because it has no partner needs a monus, which lipspark does not have yet",
-        "join(other, on, how='left_semi') keeps the rows that do have a partner; for the others, " + BLACK_BOX_HINT)),
-}
+#: The join kinds the rules cover (as Spark spells them).
+KINDS = "how='inner', 'cross', 'left_semi', 'left_anti', 'left', 'right' or 'full'"
 
 
 def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = None) -> AnnotatedFrame:
@@ -46,18 +35,19 @@ def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = Non
     kind = (how or "inner").lower().replace("_", "")
     if kind in SEMI:
         return semi_join(left, right, on, str(how))
+    if kind in ANTI:
+        return anti_join(left, right, on, str(how))
+    if kind in OUTER:
+        return outer_join(left, right, on, str(how))
     if kind == "cross" and on is None:
         return cross_join(left, right)
-    if kind in _MONUS:
-        why, instead = _MONUS[kind]
-        raise UnsupportedOperation(f"join(how={how!r}) ({why})", instead)
     if kind not in ("inner", "cross"):
         left.to_plain().join(right.to_plain(), on, how)  # Spark's own error for a join type it does not know
-        raise UnsupportedOperation(f"join(how={how!r})", "how='inner', how='cross' or how='left_semi'")
+        raise UnsupportedOperation(f"join(how={how!r})", KINDS + "; or " + BLACK_BOX_HINT)
     if on is None:
         raise UnsupportedOperation("join without a condition", "crossJoin(other) for a Cartesian product")
     keys = {on} if isinstance(on, str) else ({c for c in on if isinstance(c, str)} if isinstance(on, (list, tuple)) else set())
-    aligned, layout = _align_right(left, right, keys)
+    aligned, layout = align_right(left, right, keys)
     joined = left.with_annotations().join(aligned, on, "inner")
     record_join_condition(left, right, joined, keys or None)
     return left.derive(joined, layout)
@@ -66,28 +56,5 @@ def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = Non
 def cross_join(left: AnnotatedFrame, other: Any) -> AnnotatedFrame:
     """Cartesian product: every pair, each the · of its two rows."""
     right = same_tracker(left, other, "crossJoin")
-    aligned, layout = _align_right(left, right, set())
+    aligned, layout = align_right(left, right, set())
     return left.derive(left.with_annotations().crossJoin(aligned), layout)
-
-
-def _align_right(left: AnnotatedFrame, right: AnnotatedFrame, keys: set[str]) -> tuple[DataFrame, Layout]:
-    """The right side with its factors renumbered after the left's, and the joined layout.
-
-    The annotations of a column name both sides have (other than a join key) are dropped: the
-    name becomes ambiguous."""
-    ll, rl = left.layout, right.layout
-    clash = (set(left.columns) & set(right.columns)) - keys
-    rdf = right.with_annotations()
-    cols: list[Column] = [rdf[c] for c in right.columns]
-    cols += [F.col(factor(i)).alias(factor(ll.k + i)) for i in range(rl.k)]
-    values = [v for v in ll.values if v not in clash]
-    bags = [b for b in ll.bags if b not in clash]
-    for v in rl.values:
-        if v not in clash and v not in keys:
-            cols.append(F.col(value_col(v)).alias(value_col(v)))
-            values.append(v)
-    for b in rl.bags:
-        if b not in clash and b not in keys:
-            cols.append(F.col(bag_col(b)).alias(bag_col(b)))
-            bags.append(b)
-    return rdf.select(*cols), Layout(ll.k + rl.k, tuple(values), tuple(bags))
