@@ -12,8 +12,9 @@ hidden columns and never runs Spark.
   violating row survives and no surviving row's value changed (a changed value could make a
   row pass or fail: *unknown*); a table check keeps its verdict when no row of its relation was
   removed or changed, else is *unknown* (its aggregate predicate is not recomputed); when a
-  condition (a filter or join over values) read a changed value, the rows from its execution on
-  may differ from a re-run's, so every verdict there is *unknown*;
+  condition (a filter or join over values) read a changed value, or a row appeared (its partners
+  in an anti or outer join, or a set difference, deleted), the rows from that execution on may
+  differ from a re-run's, so every verdict there is *unknown*;
 * :func:`blame` — the base tuples behind a set of nodes, each with how many of them it is behind.
 """
 from __future__ import annotations
@@ -112,7 +113,7 @@ def violation_ids(store: Store, result: CheckResult) -> np.ndarray:
 def what_if(view: GraphIndex, store: Store, result: CheckResult, exact: bool) -> str:
     """Whether ``result``'s check would hold in ``view`` (a view after a deletion; see the module docstring)."""
     if not exact:
-        return "unknown: a condition over a changed value may keep or drop other rows than a re-run"
+        return "unknown: a condition over a changed value, or a row that appears, may make other rows than a re-run"
     rows = relation_rows(store, result.dir)
     changed_ids = np.fromiter(view.what_if, dtype=np.int64, count=len(view.what_if))
     changed = int(np.isin(rows.values, changed_ids).any(axis=1).sum()) if rows.values.size and len(changed_ids) else 0

@@ -420,7 +420,9 @@ class Session:
                 at = view.lookup(np.array([c.node for c in r.values], dtype=np.int64))
                 at = at[at >= 0]
                 conditions = at[np.asarray(view.op)[at] == Op.CONDITION]
-                inexact = _first_inexact(inexact, view.column("execution", conditions).tolist())
+                appeared = view.lookup(np.array([a.node for a in r.appeared], dtype=np.int64))
+                inexact = _first_inexact(inexact, view.column("execution", conditions).tolist()
+                                         + view.column("execution", appeared[appeared >= 0]).tolist() + [None] * int((appeared < 0).sum()))
                 view = r.view  # with its what-if values
         self.view, self._ops, self._inexact_from = view, ops, inexact
 
@@ -451,7 +453,12 @@ class Session:
                 row.update(feeds[p])
             values.append(row)
         unknown = any(v["after"] == "unknown" for v in values)
-        self._inexact_from = _first_inexact(self._inexact_from, [c["execution"] for c in conditions])
+        # rows that appear (their partners in an anti/outer join or subtract deleted) were never
+        # seen by the operations after them: like a condition over a changed value, from their execution on
+        at_appeared = before.lookup(np.array([a.node for a in r.appeared], dtype=np.int64))
+        self._inexact_from = _first_inexact(self._inexact_from, [c["execution"] for c in conditions]
+                                            + before.column("execution", at_appeared[at_appeared >= 0]).tolist()
+                                            + [None] * int((at_appeared < 0).sum()))
         appeared = [{"node": a.node, "tuple": json.dumps(a.row, default=str), "copies": a.copies} for a in r.appeared]
         return Result(
             str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
