@@ -71,11 +71,15 @@ def test_graph_has_every_node_type_with_the_right_edges(spark, ledger_runs):
     # fine-grained nodes between them: the ledger's group-by δ and Sum, tagged with module and execution
     sums = nodes[(nodes["label"] == "Sum") & (nodes["module"] == "ledger")]
     assert set(sums["execution"]) == {1, 2, 3}
-    # provenance of a Summary row reaches the deposit that caused it, through the workflow
-    summary_out = [o for o in g.nodes[(g.nodes["type"] == "o") & (g.nodes["module"] == "report") & (g.nodes["execution"] == 1)]["id"]]
+    # a Summary row is a keyless aggregate: SQL returns it over any input, so its annotation is the
+    # invocation alone; its Total reaches the deposit that caused it, through the workflow
+    report = g.nodes[(g.nodes["type"] == "o") & (g.nodes["module"] == "report") & (g.nodes["execution"] == 1)]
     from lipspark.semiring import tokens
 
-    assert "Deposits:D1-0" in tokens(g.polynomial(summary_out[0]))
+    (row,) = report[report["kind"] == "p"]["id"]
+    (total,) = report[(report["kind"] == "v") & (report["column"] == "Total")]["id"]
+    assert tokens(g.polynomial(row)) == {"M_report[1]"}
+    assert "Deposits:D1-0" in tokens(g.polynomial(total))
 
 
 def test_car_dealership_fidelity_and_graph(spark, car_runs):
