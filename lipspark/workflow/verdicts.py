@@ -61,11 +61,11 @@ def prepare(spark: "SparkSession", targets: Sequence[Target]) -> "tuple[DataFram
         order += [(t, c) for c in t.checks]
         try:
             if rows:
-                flags = [F.when(~F.coalesce(c.predicate, F.lit(True)), F.lit(i)) for i, c in rows]
+                flags = [F.when(~F.coalesce(c.column(), F.lit(True)), F.lit(i)) for i, c in rows]
                 parts.append(src.select(F.explode(F.filter(F.array(*flags), lambda x: x.isNotNull())).alias("c"),
                                         F.col("__lp_pos").alias("p")))
             if tables:
-                oks = src.select(*visible).agg(*[F.coalesce(c.predicate, F.lit(False)).alias(f"ok{i}") for i, c in tables])
+                oks = src.select(*visible).agg(*[F.coalesce(c.column(), F.lit(False)).alias(f"ok{i}") for i, c in tables])
                 verdicts = F.array(*[F.struct(F.lit(i).alias("c"), F.when(F.col(f"ok{i}"), F.lit(-2)).otherwise(F.lit(-1)).cast("long").alias("p"))
                                      for i, _ in tables])
                 parts.append(oks.select(F.explode(verdicts).alias("v")).select("v.c", "v.p"))
@@ -85,9 +85,9 @@ def _refuse(src: Any, visible: list[str], t: Target) -> None:
     for c in t.checks:
         try:
             if c.on == "row":
-                src.filter(~F.coalesce(c.predicate, F.lit(True)))
+                src.filter(~F.coalesce(c.column(), F.lit(True)))
             else:
-                src.select(*visible).agg(F.coalesce(c.predicate, F.lit(False)))
+                src.select(*visible).agg(F.coalesce(c.column(), F.lit(False)))
         except AnalysisException as err:
             first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
             hint = ("a row check's predicate is a condition on one row; an aggregate needs on='table'" if c.on == "row"
@@ -112,11 +112,13 @@ def evaluate(spark: "SparkSession", targets: Sequence[Target]) -> list[CheckResu
         else:
             positions, passed = (), got == [-2]
             violations = 0 if passed else 1
-        out.append(CheckResult(t.node, t.module, t.relation, c.name, c.on, c.level, _text(c.predicate), passed, violations, positions, t.desc.dir))
+        out.append(CheckResult(t.node, t.module, t.relation, c.name, c.on, c.level, _text(c), passed, violations, positions, t.desc.dir))
     return out
 
 
-def _text(predicate: "Column") -> str:
-    """The predicate as Spark prints it (``(Amount > 0)``)."""
-    text = str(predicate)
+def _text(check: Check) -> str:
+    """What the check tests: its SQL text, or its Column as Spark prints it (``(Amount > 0)``)."""
+    if isinstance(check.predicate, str):
+        return check.predicate
+    text = str(check.column())
     return text[len("Column<'"):-len("'>")] if text.startswith("Column<'") and text.endswith("'>") else text
