@@ -92,8 +92,12 @@ def comparable(nb: Any) -> list[list[Any]]:
         outs = []
         for out in cell.get("outputs", []):
             kind = out.get("output_type")
-            if kind == "stream":
-                outs.append(("stream", out["name"], out["text"]))
+            if kind == "stream":  # how a kernel splits a stream into outputs depends on timing: join them
+                text = "".join(out["text"]) if isinstance(out["text"], list) else out["text"]
+                if outs and outs[-1][0] == "stream" and outs[-1][1] == out["name"]:
+                    outs[-1] = ("stream", out["name"], outs[-1][2] + text)
+                else:
+                    outs.append(("stream", out["name"], text))
             elif kind == "error":
                 outs.append(("error", out.get("ename"), out.get("evalue")))
             else:

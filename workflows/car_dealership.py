@@ -127,8 +127,8 @@ def make_dealer(k: int) -> Module:
         outputs={f"Bids{k}": BID, f"Sold{k}": SOLD},
         keys={"Cars": ["CarId"], "SoldCars": ["CarId"], "InventoryBids": ["BidId"]},
         logic=dealer_logic,
-        checks=[Check(f"Bids{k}", "bid at most list price", F.col("Amount") <= list_price()),
-                Check(f"Bids{k}", "discount at most 6%", F.col("Amount") >= 0.94 * list_price())],
+        checks=[Check(f"Bids{k}", "bid at most list price", lambda: F.col("Amount") <= list_price()),
+                Check(f"Bids{k}", "discount at most 6%", lambda: F.col("Amount") >= 0.94 * list_price())],
     )
 
 
@@ -170,7 +170,7 @@ def build(params: dict[str, Any]) -> Workflow:
                outputs={"Requests": REQUEST}, logic=and_logic),
         *[make_dealer(k) for k in range(1, DEALERS + 1)],
         Module("agg", inputs={f"Bids{k}": BID for k in range(1, DEALERS + 1)}, outputs={"BestBid": BID}, logic=agg_logic,
-               checks=[Check("BestBid", "one best bid per request", F.count_distinct("BidId") == F.count("*"), on="table", level="fail")]),
+               checks=[Check("BestBid", "one best bid per request", "count(DISTINCT BidId) = count(*)", on="table", level="fail")]),
         Module("choice", inputs={"Choice": CHOICE}, outputs={"Decision": CHOICE}, keys={"Choice": ["UserId"]}, logic=choice_logic),
         Module("xor", inputs={"BestBid": BID, "Decision": CHOICE}, outputs={"Requests": REQUEST}, logic=xor_logic),
         Module("car", inputs={f"Sold{k}": SOLD for k in range(1, DEALERS + 1)}, outputs={"Car": SOLD}, logic=car_logic),

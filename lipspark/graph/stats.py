@@ -119,13 +119,8 @@ def _group(s: GroupSegment, reader: TableReader, tables: dict[str, Any]) -> tupl
     groups = len(np.union1d(g, [s.group]) if s.group is not None else np.unique(g))
     nodes, edges = groups, t.num_rows if s.group is None else 0  # a member -> group edge per row (a keyless group is 1)
     if fcols:
-        f = np.stack([t[c].fill_null(0).to_numpy() for c in fcols], axis=1)
-        nz = (f != 0).sum(axis=1)
-        multi = nz > 1
-        if multi.any():
-            _, first = np.unique(t["m"].to_numpy()[multi], return_index=True)
-            nodes += len(first)
-            edges += int(nz[multi][first].sum())
+        dn, de = _member_products(t, fcols)
+        nodes, edges = nodes + dn, edges + de
     for a in s.aggregates:
         n, e = _aggregate(t, a, groups)
         nodes += n
@@ -156,14 +151,20 @@ def _monus(s: MonusSegment, reader: TableReader, tables: dict[str, Any]) -> tupl
     left = int((side == 0).sum()) if s.minuend == "delta" else len(np.unique(t["g"].to_numpy()[side == 0]))
     nodes, edges = parts * n, (parts - 1) * n + int((side == 1).sum()) + left
     if fcols:
-        f = np.stack([t[c].fill_null(0).to_numpy() for c in fcols], axis=1)
-        nz = (f != 0).sum(axis=1)
-        multi = nz > 1
-        if multi.any():
-            _, first = np.unique(t["m"].to_numpy()[multi], return_index=True)
-            nodes += len(first)
-            edges += int(nz[multi][first].sum())
+        dn, de = _member_products(t, fcols)
+        nodes, edges = nodes + dn, edges + de
     return nodes, edges
+
+
+def _member_products(t: Any, fcols: list[str]) -> tuple[int, int]:
+    """The · nodes of members with several non-zero factors (one per distinct member) and their edges."""
+    f = np.stack([t[c].fill_null(0).to_numpy() for c in fcols], axis=1)
+    nz = (f != 0).sum(axis=1)
+    multi = nz > 1
+    if not multi.any():
+        return 0, 0
+    _, first = np.unique(t["m"].to_numpy()[multi], return_index=True)
+    return len(first), int(nz[multi][first].sum())
 
 
 def graph_stats(path: str) -> GraphStats:

@@ -4,13 +4,18 @@ Inspector Gadget's interviews (VLDB 2011, Table 1) put row-level integrity alert
 alerts right after crash culprits among what dataflow programmers ask for. A :class:`Check` names
 a relation a module writes (an output or a state relation), a predicate and a level:
 
-* ``on="row"``: every row must satisfy the predicate, a boolean Column expression
-  (``F.col("Amount") > 0``, ``F.col("BidId").isNotNull()``); a row where it is false violates
+* ``on="row"``: every row must satisfy the predicate, a boolean expression
+  (``"Amount > 0"``, ``lambda: F.col("BidId").isNotNull()``); a row where it is false violates
   it; where it is null (a comparison with a null) it does not, as in SQL's CHECK — test
   ``isNotNull()`` explicitly;
 * ``on="table"``: a boolean aggregate over the whole relation must be true
   (``F.count("*") > 0``, ``F.count_distinct("BidId") == F.count("*")``, ``F.sum("Amount") < 1e6``);
   false or null fails it.
+
+A predicate is SQL text (``"Amount <= 60000"``, read by ``F.expr``), a function of no arguments
+returning a Column (``lambda: F.col("Amount") <= list_price()``) or a Column. A workflow's
+``build`` runs before Spark starts, where PySpark cannot make a Column yet: there, give text or
+a function; either is turned into a Column when the checks are evaluated.
 
 ``level="warn"`` reports a failing check and goes on; ``level="fail"`` stops the run after the
 execution — which is committed, so what violates the check can be traced (``violations`` in the
@@ -22,11 +27,10 @@ job over the files it wrote (so provenance on, off or deferred give the same ver
 :mod:`lipspark.workflow.verdicts`) and keeps the verdicts and the violating rows' positions in
 its ``checks.json`` (:mod:`lipspark.vocabulary.checks`).
 
->>> from pyspark.sql import functions as F
->>> c = Check("Bids1", "positive amount", F.col("Amount") > 0)
+>>> c = Check("Bids1", "positive amount", "Amount > 0")
 >>> c.on, c.level
 ('row', 'warn')
->>> Check("Bids1", "x", F.col("Amount") > 0, level="stop")
+>>> Check("Bids1", "x", "Amount > 0", level="stop")
 Traceback (most recent call last):
     ...
 lipspark.errors.WorkflowError: check 'x' on Bids1: level must be one of warn, fail; got 'stop'
@@ -34,7 +38,7 @@ lipspark.errors.WorkflowError: check 'x' on Bids1: level must be one of warn, fa
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence, Union
 
 from lipspark.errors import WorkflowError
 from lipspark.vocabulary.checks import KINDS, LEVELS, CheckResult
@@ -51,7 +55,7 @@ class Check:
 
     relation: str
     name: str
-    predicate: "Column"
+    predicate: Union[str, "Column", Callable[[], "Column"]]
     on: str = "row"
     level: str = "warn"
 
@@ -65,9 +69,25 @@ class Check:
             raise WorkflowError(f"{what}: level must be one of {', '.join(LEVELS)}; got {self.level!r}")
         from pyspark.sql import Column
 
-        if not isinstance(self.predicate, Column):
-            raise WorkflowError(f"{what}: the predicate must be a boolean Column expression such as F.col('Amount') > 0, "
-                                f"got {type(self.predicate).__name__}")
+        if not (isinstance(self.predicate, (str, Column)) or callable(self.predicate)):
+            raise WorkflowError(f"{what}: the predicate must be SQL text such as 'Amount > 0', a function returning a Column "
+                                f"(lambda: F.col('Amount') > 0) or a Column; got {type(self.predicate).__name__}")
+
+    def column(self) -> "Column":
+        """The predicate as a Column (Spark must be running)."""
+        from pyspark.sql import Column
+        from pyspark.sql import functions as F
+
+        p = self.predicate
+        if isinstance(p, str):
+            return F.expr(p)
+        if isinstance(p, Column):
+            return p
+        out = p()
+        if not isinstance(out, Column):
+            raise WorkflowError(f"check {self.name!r} on {self.relation}: its predicate function returned "
+                                f"{type(out).__name__}, not a Column")
+        return out
 
 
 class CheckFailed(WorkflowError):

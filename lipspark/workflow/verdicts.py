@@ -37,7 +37,11 @@ class Target:
 def prepare(spark: "SparkSession", targets: Sequence[Target]) -> "tuple[DataFrame | None, list[tuple[Target, Check]]]":
     """The one Spark frame computing every verdict (rows ``(check, position)``: a violating row of
     a row check, or ``-1``/``-2`` for a table check that failed/held), and the checks in order.
-    Predicates are analyzed here: one a check kind does not allow is a :class:`WorkflowError`."""
+
+    Per relation, one branch reads its files for all of its row checks (a column per check,
+    exploded into the checks each row violates) and one computes all of its table checks (one
+    aggregate): planning, not rows, is what checks cost on small relations. Predicates are
+    analyzed here: one a check kind does not allow is a :class:`WorkflowError` naming it."""
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 
@@ -52,25 +56,43 @@ def prepare(spark: "SparkSession", targets: Sequence[Target]) -> "tuple[DataFram
         df = read_stored(spark, t.path, t.desc.files)
         visible = [c for c in df.columns if not is_hidden(c)]
         src = df.select(*visible, position_col(t.desc).alias("__lp_pos"))
-        pos = F.col("__lp_pos")
-        for c in t.checks:
-            i = len(order)
-            try:
-                if c.on == "row":
-                    part = src.filter(~F.coalesce(c.predicate, F.lit(True))).select(F.lit(i).alias("c"), pos.alias("p"))
-                else:
-                    ok = src.select(*visible).agg(F.coalesce(c.predicate, F.lit(False)).alias("ok"))
-                    part = ok.select(F.lit(i).alias("c"), F.when(F.col("ok"), F.lit(-2)).otherwise(F.lit(-1)).cast("long").alias("p"))
-            except AnalysisException as err:
-                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                hint = ("a row check's predicate is a condition on one row; an aggregate needs on='table'" if c.on == "row"
-                        else "a table check's predicate is a boolean aggregate of the relation (F.count('*') > 0); a condition on each row needs on='row'")
-                raise WorkflowError(f"check {c.name!r} on {t.relation} of {t.node}: {hint} ({first})") from None
-            order.append((t, c))
-            parts.append(part)
+        rows = [(len(order) + k, c) for k, c in enumerate(t.checks) if c.on == "row"]
+        tables = [(len(order) + k, c) for k, c in enumerate(t.checks) if c.on == "table"]
+        order += [(t, c) for c in t.checks]
+        try:
+            if rows:
+                flags = [F.when(~F.coalesce(c.column(), F.lit(True)), F.lit(i)) for i, c in rows]
+                parts.append(src.select(F.explode(F.filter(F.array(*flags), lambda x: x.isNotNull())).alias("c"),
+                                        F.col("__lp_pos").alias("p")))
+            if tables:
+                oks = src.select(*visible).agg(*[F.coalesce(c.column(), F.lit(False)).alias(f"ok{i}") for i, c in tables])
+                verdicts = F.array(*[F.struct(F.lit(i).alias("c"), F.when(F.col(f"ok{i}"), F.lit(-2)).otherwise(F.lit(-1)).cast("long").alias("p"))
+                                     for i, _ in tables])
+                parts.append(oks.select(F.explode(verdicts).alias("v")).select("v.c", "v.p"))
+        except AnalysisException:
+            _refuse(src, visible, t)
+            raise
     if not parts:
         return None, order
     return reduce(lambda a, b: a.unionAll(b), parts), order
+
+
+def _refuse(src: Any, visible: list[str], t: Target) -> None:
+    """Find the check of ``t`` Spark cannot analyze as its kind, and say so in one line."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    for c in t.checks:
+        try:
+            if c.on == "row":
+                src.filter(~F.coalesce(c.column(), F.lit(True)))
+            else:
+                src.select(*visible).agg(F.coalesce(c.column(), F.lit(False)))
+        except AnalysisException as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            hint = ("a row check's predicate is a condition on one row; an aggregate needs on='table'" if c.on == "row"
+                    else "a table check's predicate is a boolean aggregate of the relation (F.count('*') > 0); a condition on each row needs on='row'")
+            raise WorkflowError(f"check {c.name!r} on {t.relation} of {t.node}: {hint} ({first})") from None
 
 
 def evaluate(spark: "SparkSession", targets: Sequence[Target]) -> list[CheckResult]:
@@ -90,11 +112,13 @@ def evaluate(spark: "SparkSession", targets: Sequence[Target]) -> list[CheckResu
         else:
             positions, passed = (), got == [-2]
             violations = 0 if passed else 1
-        out.append(CheckResult(t.node, t.module, t.relation, c.name, c.on, c.level, _text(c.predicate), passed, violations, positions, t.desc.dir))
+        out.append(CheckResult(t.node, t.module, t.relation, c.name, c.on, c.level, _text(c), passed, violations, positions, t.desc.dir))
     return out
 
 
-def _text(predicate: "Column") -> str:
-    """The predicate as Spark prints it (``(Amount > 0)``)."""
-    text = str(predicate)
+def _text(check: Check) -> str:
+    """What the check tests: its SQL text, or its Column as Spark prints it (``(Amount > 0)``)."""
+    if isinstance(check.predicate, str):
+        return check.predicate
+    text = str(check.column())
     return text[len("Column<'"):-len("'>")] if text.startswith("Column<'") and text.endswith("'>") else text

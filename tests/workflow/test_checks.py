@@ -178,11 +178,11 @@ def test_bad_declarations_are_refused_in_one_line(spark, tmp_path):
                checks=[Check("O", "c", F.col("a") > 0), Check("O", "c", F.col("a") < 9)])
     with pytest.raises(WorkflowError, match="on must be one of row, table"):
         Check("O", "c", F.col("a") > 0, on="column")
-    with pytest.raises(WorkflowError, match="boolean Column expression"):
-        Check("O", "c", "a > 0")
+    with pytest.raises(WorkflowError, match="SQL text such as 'Amount > 0'"):
+        Check("O", "c", 42)
     src = open(FIXTURE).read()
-    cases = (('F.col("amount") > 0)', 'F.sum("amount") > 0)', "a row check's predicate is a condition on one row"),
-             ('F.count("*") > 0, on="table"', 'F.col("amount") > 0, on="table"', "a table check's predicate is a boolean aggregate"))
+    cases = (('lambda: F.col("amount") > 0)', 'lambda: F.sum("amount") > 0)', "a row check's predicate is a condition on one row"),
+             ('lambda: F.count("*") > 0, on="table"', '"amount > 0", on="table"', "a table check's predicate is a boolean aggregate"))
     for i, (right, wrong, hint) in enumerate(cases):
         wf = tmp_path / f"broken{i}.py"
         wf.write_text(src.replace(right, wrong, 1))
