@@ -53,6 +53,18 @@ def normalized(col: "Column", dtype: "T.DataType") -> "Column":
     return col
 
 
+def unique_columns(frame: "AnnotatedFrame", what: str) -> None:
+    """Refuse ``what`` when ``frame`` has two visible columns of one name (as Spark compares names):
+    its rows are recorded by name."""
+    from lipspark.errors import UnsupportedOperation
+
+    visible = frame.columns if frame.tracker.case_sensitive else [c.lower() for c in frame.columns]
+    twice = sorted({c for c in visible if visible.count(c) > 1})
+    if twice:
+        raise UnsupportedOperation(f"{what} whose left side has two columns named {twice[0]!r}",
+                                   "rename one of them first (withColumnRenamed or toDF)")
+
+
 def same_tracker(frame: "AnnotatedFrame", other: Any, op: str) -> "AnnotatedFrame":
     """``other`` if it is an annotated frame of ``frame``'s tracker, else a clear error: frames of
     different trackers belong to different graphs (another invocation, another run)."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from lipspark.capture.rules._common import unique_columns
 from lipspark.capture.rules.condition import record_join_condition
 from lipspark.capture.rules.semijoin import _row_id
 from lipspark.errors import UnsupportedOperation
@@ -81,11 +82,7 @@ def record_absent(left: AnnotatedFrame, right: AnnotatedFrame, on: Any, what: st
     The row's data is its visible columns, then ``padded`` (an outer join's columns from the
     other side) as nulls. Rows equal in data and annotation share one ⊖ node, which counts them.
     """
-    visible = left.columns if left.tracker.case_sensitive else [c.lower() for c in left.columns]
-    twice = sorted({c for c in visible if visible.count(c) > 1})
-    if twice:
-        raise UnsupportedOperation(f"an {what} whose left side has two columns named {twice[0]!r}",
-                                   "rename one of them first (withColumnRenamed or toDF)")
+    unique_columns(left, f"an {what}")
     tracker = left.tracker
     seg = tracker.builder.allocate()
     ldf, rdf = tracker.share(left.with_annotations()), tracker.share(right.with_annotations())

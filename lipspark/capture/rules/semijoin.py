@@ -27,6 +27,7 @@ from pyspark.sql import types as T
 
 from lipspark.capture.layout import Layout
 from lipspark.capture.plan import read_join_key_types
+from lipspark.capture.rules._common import unique_columns
 from lipspark.capture.rules.aggregate import distinct
 from lipspark.capture.rules.condition import record_join_condition
 from lipspark.errors import AnnotationError, UnsupportedOperation
@@ -80,11 +81,7 @@ def _on_names(left: AnnotatedFrame, right: AnnotatedFrame, names: list[str], pro
 
 def _on_condition(left: AnnotatedFrame, right: AnnotatedFrame, condition: Column) -> AnnotatedFrame:
     """One δ per distinct left row over the right rows the condition pairs it with."""
-    visible = left.columns if left.tracker.case_sensitive else [c.lower() for c in left.columns]
-    twice = sorted({c for c in visible if visible.count(c) > 1})
-    if twice:
-        raise UnsupportedOperation(f"a semi join on a condition whose left side has two columns named {twice[0]!r}",
-                                   "rename one of them first (withColumnRenamed or toDF)")
+    unique_columns(left, "a semi join on a condition")
     tracker = left.tracker
     seg = tracker.builder.allocate()
     ldf, rdf = tracker.share(left.with_annotations()), tracker.share(right.with_annotations())
