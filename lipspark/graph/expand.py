@@ -531,18 +531,20 @@ def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data
     tagged with the tuple it is a value of."""
     assert s.column is not None
     stored = df[value_col(s.column)]
-    keep = stored.notna().to_numpy()
+    has = stored.notna().to_numpy()
+    keep = np.ones(len(df), dtype=bool) if s.every_row else has
     vseg = s.source.values.get(s.column) if s.role in ("i", "s") else None
-    if vseg is not None:
+    if vseg is not None:  # the producer's output v-node: on every row if it made them so
         child = positional(vseg, df["__pos"].to_numpy(dtype="int64"))
-    else:
+        has = np.ones(len(df), dtype=bool) if s.source.every_row else has
+    else:  # the stored v-node, where the producer made one (else the v-node is a leaf)
         child = stored.fillna(0).to_numpy(dtype="int64")
-    ids, child = ids[keep], child[keep]
+    ids, child, has = ids[keep], child[keep], has[keep]
     values = [_py(x) for x in df[s.column][keep].tolist()] if s.column in df.columns else None
     nodes = _tag(_nodes(ids, "v", s.op, "·", s.seg, values), s, df[keep], data_cols, "o" if s.role == "vo" else s.role)
     nodes["column"] = s.column
     inv = np.full(len(ids), s.invocation, dtype=np.int64)
-    return nodes, concat_frames([_edges(child, ids), _edges(inv, ids)])
+    return nodes, concat_frames([_edges(child[has], ids[has]), _edges(inv, ids)])
 
 
 def _boundary_inputs(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str]) -> Nodes:

@@ -97,7 +97,10 @@ def relation_rows(store: Store, directory: str) -> RelationRows:
     vals = np.zeros((len(positions), len(values)), dtype=np.int64)
     for j, (c, seg) in enumerate(values.items()):
         stored = np.concatenate([part[j] for part in v_parts]) if v_parts else np.zeros(0, dtype=np.int64)
-        vals[:, j] = np.where(stored != 0, positional(int(seg), positions), 0) if seg is not None else stored
+        if seg is None:  # the stored v-node ids themselves
+            vals[:, j] = stored
+        else:  # the relation's own boundary v-nodes: on every row, or (written before) where one is stored
+            vals[:, j] = positional(int(seg), positions) if d.get("value_rows") == "every" else np.where(stored != 0, positional(int(seg), positions), 0)
     return RelationRows(positions, pids, vals)
 
 

@@ -174,7 +174,9 @@ class RelationDescriptor:
 
     ``values`` maps a value column to the segment of its stored v-nodes (``None``: the stored
     v-node ids are used as they are); ``bags`` names nested-bag columns; ``p`` is the p-node
-    scheme, absent without provenance.
+    scheme, absent without provenance. ``every_row``: the v-nodes of a segment in ``values`` are
+    one per row (:class:`BoundarySegment`), not only where the stored id is not null (relations
+    written before).
     """
 
     dir: str
@@ -182,12 +184,15 @@ class RelationDescriptor:
     values: Mapping[str, "int | None"] = field(default_factory=dict)
     bags: tuple[str, ...] = ()
     p: PScheme | None = None
+    every_row: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"dir": self.dir, "files": [f.to_json() for f in self.files],
                                "values": dict(self.values), "bags": list(self.bags)}
         if self.p is not None:
             out["p"] = self.p.to_json()
+        if self.every_row:
+            out["value_rows"] = "every"
         return out
 
     @classmethod
@@ -198,6 +203,7 @@ class RelationDescriptor:
             {str(k): (None if v is None else int(v)) for k, v in d.get("values", {}).items()},
             tuple(d.get("bags", [])),
             PScheme.from_json(d["p"]) if d.get("p") is not None else None,
+            d.get("value_rows") == "every",
         )
 
 
@@ -452,13 +458,19 @@ class BoundarySegment(Segment):
     """Nodes of a stored relation at a module boundary, derived from its files: per row an
     input (``i``), state (``s``) or output (``o``) node, a · node over a new state tuple's
     factors (``collapse``), or, with ``column``, the v-node of that column's value
-    (roles ``i``/``s``/``vo``)."""
+    (roles ``i``/``s``/``vo``).
+
+    A value column's v-nodes are one per row (``every_row``: what a consumer can know from the
+    data alone, so an invocation is replayable without its producer — docs/design.md, "Deferred
+    capture"), each over the value's own node where the producer made one and a leaf where not;
+    graphs written before have them only where the producer made one."""
 
     role: str = "i"
     relation: str = ""
     source: RelationDescriptor = field(default_factory=lambda: RelationDescriptor("", ()))
     invocation: int = 0
     column: str | None = None
+    every_row: bool = False
 
     kind: ClassVar[str] = "boundary"
 
@@ -478,13 +490,18 @@ class BoundarySegment(Segment):
                                "source": self.source.to_json(), "invocation": self.invocation}
         if self.column is not None:
             out["column"] = self.column
+        if self.every_row:
+            out["rows"] = "every"
         return out
 
     @classmethod
     def _from_meta(cls, seg: int, context: Context, meta: Mapping[str, Any]) -> "BoundarySegment":
+        rows = meta.get("rows", "stored")
+        if rows not in ("stored", "every"):
+            raise StoreError(f"boundary segment {seg} has v-nodes on {rows!r} rows; expected 'stored' or 'every' (written by a newer lipspark?)")
         return cls(seg, context, str(_require(meta, "type", "a boundary segment")), str(meta.get("relation", "")),
                    RelationDescriptor.from_json(_require(meta, "source", "a boundary segment")),
-                   int(_require(meta, "invocation", "a boundary segment")), meta.get("column"))
+                   int(_require(meta, "invocation", "a boundary segment")), meta.get("column"), rows == "every")
 
 
 @dataclass(frozen=True)

@@ -191,7 +191,7 @@ def _keep_reads(store: Store, n: int, inv: Any) -> list[Read]:
             shutil.copytree(store.resolve(desc.dir), target)
             files = tuple(FileRef.of(os.path.join(target, os.path.basename(f.path)), f"{new_dir}/{os.path.basename(f.path)}")
                           for f in desc.files)
-            out.append(Read(rname, role, RelationDescriptor(new_dir, files, desc.values, desc.bags, desc.p), False))
+            out.append(Read(rname, role, RelationDescriptor(new_dir, files, desc.values, desc.bags, desc.p, desc.every_row), False))
         else:
             out.append(Read(rname, role, desc, True))
     return out

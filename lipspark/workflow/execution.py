@@ -46,7 +46,8 @@ from lipspark.vocabulary.tokens import key_violation
 from lipspark.workflow.verdicts import Target, evaluate
 from lipspark.workflow.module import Module, Relation
 from lipspark.vocabulary.checks import CHECKS_FILE, CHECKS_FORMAT, CHECKS_VERSION, CheckResult
-from lipspark.workflow.numbering import Block
+from lipspark.workflow.layouts import BASE, Probe, Probed
+from lipspark.workflow.numbering import Block, blocks, initial_segments
 from lipspark.workflow.relations import (
     StoredRelation,
     check_schema,
@@ -56,7 +57,6 @@ from lipspark.workflow.relations import (
     read_stored,
     relation_frame,
     stored_files,
-    value_node_col,
     write_base,
 )
 from lipspark.workflow.workflow import Workflow
@@ -112,6 +112,10 @@ class Executor:
         self._targets: list[Target] = []
         #: the verdicts of the last execution's checks (lipspark.workflow.checks)
         self.check_results: list[CheckResult] = []
+        #: a deferred run probes the layouts of what it writes (lipspark.workflow.layouts)
+        self.probe = Probe(spark, store.executions) if provenance and store.capture == "deferred" else None
+        #: this execution's probed layouts: node → what it read and wrote
+        self._layouts: dict[str, dict[str, dict[str, Probed]]] = {}
 
     # ------------------------------------------------------------------ relations on disk
     def _writer(self, df: Any, rel_dir: str) -> tuple[Callable[[], None], Any]:
@@ -119,12 +123,13 @@ class Executor:
         frame it writes before its layout (already analyzed: the column lineage reads its plan)."""
         written = df.with_annotations() if isinstance(df, AnnotatedFrame) else df
         data = written
-        if isinstance(df, AnnotatedFrame):
+        if isinstance(df, AnnotatedFrame) or self.store.capture == "deferred":
             # Boundary node ids are positions in these files, and after a shuffle neither the
             # partition a row lands in nor its order there is guaranteed to repeat (the crash test
-            # saw both change). One sorted file makes positions a function of the data alone.
-            keys = [f.name for f in written.schema.fields if not isinstance(f.dataType, T.MapType)]
-            data = written.coalesce(1).sortWithinPartitions(*keys)
+            # saw both change). One file sorted by the visible columns, then the hidden ones, makes
+            # positions a function of the data alone, and the same in a deferred run's files
+            # (which have no hidden columns: rows tied on the visible ones are alike to a consumer)
+            data = written.coalesce(1).sortWithinPartitions(*_sort_keys(written))
         path = self.store.resolve(rel_dir)
         return (lambda: data.write.mode("errorifexists").parquet(path)), written
 
@@ -163,9 +168,11 @@ class Executor:
         cols: list[Any] = [F.col(c) for c in df.columns if not is_hidden(c)]
         cols.append(positional_col(seg, pos).alias(factor(0)))
         for c in desc.values:
+            # a v-node per row, whether or not the producer made one: what the data alone says
             vseg = inv.block.read_value(rel.name, c)
-            builder.record(BoundarySegment(vseg, context, role=role, relation=rel.name, source=desc, invocation=inv.inv_id, column=c))
-            cols.append(F.when(value_node_col(desc, c, pos).isNotNull(), positional_col(vseg, pos)).alias(value_col(c)))
+            builder.record(BoundarySegment(vseg, context, role=role, relation=rel.name, source=desc, invocation=inv.inv_id,
+                                           column=c, every_row=True))
+            cols.append(positional_col(vseg, pos).alias(value_col(c)))
         cols += [F.col(bag_col(b)) for b in desc.bags]
         return AnnotatedFrame(inv.tracker, df.select(*cols), Layout(1, tuple(desc.values), desc.bags))
 
@@ -181,12 +188,13 @@ class Executor:
         seg = inv.block.write(rel.name)
         # an output's value columns get v-nodes of their own (role vo); a state's keep theirs
         value_segs = {c: inv.block.write_value(rel.name, c) if kind == "output" else None for c in layout.values}
-        desc = RelationDescriptor(rel_dir, files, value_segs, layout.bags, PScheme(kind, seg, layout.k))
+        desc = RelationDescriptor(rel_dir, files, value_segs, layout.bags, PScheme(kind, seg, layout.k), every_row=True)
         builder.record(BoundarySegment(seg, context, role="o" if kind == "output" else "collapse", relation=rel.name,
                                        source=desc, invocation=inv.inv_id))
         for c, vseg in value_segs.items():
             if vseg is not None:
-                builder.record(BoundarySegment(vseg, context, role="vo", relation=rel.name, source=desc, invocation=inv.inv_id, column=c))
+                builder.record(BoundarySegment(vseg, context, role="vo", relation=rel.name, source=desc, invocation=inv.inv_id,
+                                               column=c, every_row=True))
         return desc
 
     # ------------------------------------------------------------------ initial state
@@ -195,6 +203,7 @@ class Executor:
         if self.store.meta.get("initial") is not None:
             return
         builder = GraphBuilder(self.store.meta["next_segment"])
+        segs = initial_segments(self.workflow.modules, builder.next_segment)
         state: _Relations = {}
         for mname, module in self.workflow.modules.items():
             given = initial_state.get(mname, {})
@@ -209,7 +218,8 @@ class Executor:
                 rel_dir = f"initial/{mname}/{rname}"
                 write_base(df, os.path.join(self.store.root, rel_dir))
                 state[mname][rname] = self._token_relation(builder, Context(module=mname), rel, rel_dir, None,
-                                                           f"module {mname!r}, initial state {rname!r}")
+                                                           f"module {mname!r}, initial state {rname!r}", seg=segs[(mname, rname)])
+        builder.skip_to(builder.next_segment + len(segs))
         if self.provenance:
             builder.write(os.path.join(self.store.root, "initial", "graph"))
         self.store.meta["initial"] = _json(state)
@@ -236,6 +246,9 @@ class Executor:
             self.builder.skip_to(max([first, *(b.end for b in self._blocks.values())]))
             record = {"inputs": _json(stored_inputs), "state": _json(state), "outputs": _json(outputs),
                       "segments": [first, self.builder.next_segment]}
+            if self.probe is not None:
+                record["layouts"] = {node: {k: {r: p.to_json() for r, p in v.items()} for k, v in rec.items()}
+                                     for node, rec in self._layouts.items()}
             if verify is not None:
                 verify(record)
             self.store.commit(n, record, self.builder.next_segment)
@@ -254,14 +267,7 @@ class Executor:
     def _layout(self, n: int, first: int) -> dict[str, Block]:
         """The coarse segments of each invocation of execution ``n``, from ``first`` on, and the
         ordinals numbering their fine segments (:mod:`lipspark.workflow.numbering`)."""
-        order = self.workflow.topological_order()
-        blocks: dict[str, Block] = {}
-        at = first
-        for i, node_id in enumerate(order):
-            node = self.workflow.nodes[node_id]
-            blocks[node_id] = Block(self.workflow.modules[node.module], at, (n - 1) * len(order) + i, node.input)
-            at = blocks[node_id].end
-        return blocks
+        return blocks(self.workflow, n, first)
 
     def _run(self, n: int, inputs: Mapping[str, Mapping[str, Any]],
              on_invocation: Callable[[str], None] | None) -> tuple[_Relations, _Relations, _Relations]:
@@ -323,6 +329,7 @@ class Executor:
         state = {m: {r: descriptor(d) for r, d in rels.items()} for m, rels in self.store.current_state().items()}
         stored_inputs: _Relations = {}
         outputs: _Relations = {}
+        self._layouts = {}
         for node_id in self.workflow.topological_order():
             inv = self._current = self._invocation(n, node_id)
             frames = self._module_inputs(inv, inputs, outputs, stored_inputs)
@@ -330,9 +337,41 @@ class Executor:
             result = self._call(inv, frames)
             outputs[node_id], new_state = self._store_results(inv, result)
             state[inv.module.name].update(new_state)
+            if self.probe is not None:
+                self._probe_layouts(inv, result)
             if on_invocation:
                 on_invocation(node_id)
         return stored_inputs, state, outputs
+
+    def _probe_layouts(self, inv: _Invocation, result: dict[str, Any]) -> None:
+        """Deferred capture: the layouts the invocation read and (probed) wrote, recorded for a
+        replay of it alone (:mod:`lipspark.workflow.layouts`)."""
+        assert self.probe is not None
+        reads: dict[str, Probed] = {}
+        module = inv.module
+        if not self.workflow.nodes[inv.node].input:
+            for e in self.workflow.inputs_of(inv.node):
+                for rname in e.relations:
+                    reads[rname] = self._layouts[e.src]["writes"][rname]
+        for rname in module.inputs:
+            reads.setdefault(rname, BASE)  # a workflow input, or a missing one (empty)
+        for rname in module.state:
+            reads[rname] = self._state_layout(module.name, rname)
+        written = [*module.outputs, *[r for r in module.state if r in result]]
+        context = Context(module.name, inv.node, inv.execution, inv.inv_id)
+        self._layouts[inv.node] = {"reads": reads, "writes": self.probe.writes(inv.node, module, reads, written, context, inv.block.ordinal)}
+
+    def _state_layout(self, module: str, rname: str) -> Probed:
+        """The layout of a module's state relation as the invocations so far left it."""
+        for rec in reversed(list(self._layouts.items())):
+            node, layouts = rec
+            if self.workflow.nodes[node].module == module and rname in layouts["writes"]:
+                return layouts["writes"][rname]
+        for e in reversed(self.store.executions):
+            for node, layouts in reversed(list((e.get("layouts") or {}).items())):
+                if self.workflow.nodes[node].module == module and rname in layouts.get("writes", {}):
+                    return Probed.from_json(layouts["writes"][rname])
+        return BASE
 
     def _invocation(self, n: int, node_id: str) -> _Invocation:
         """Start an invocation: its segment, its node and, with provenance, its own tracker."""
@@ -374,10 +413,16 @@ class Executor:
             for e in self.workflow.inputs_of(inv.node):
                 for rname in e.relations:
                     frames[rname] = self._read(inv, module.relation(rname), outputs[e.src][rname], "i")
-            for rname in self.workflow.missing_inputs(inv.node):  # no edge brings it: empty, of its declared schema
-                empty = self.spark.createDataFrame([], module.relation(rname).ddl)
-                frames[rname] = empty if inv.tracker is None else AnnotatedFrame(
-                    inv.tracker, empty.select("*", F.lit(0).cast("long").alias(factor(0))), Layout(1, (), ()))
+            frames.update(self._missing_inputs(inv))
+        return frames
+
+    def _missing_inputs(self, inv: _Invocation) -> dict[str, Any]:
+        """The inputs no edge brings to the invocation: empty, of their declared schema."""
+        frames: dict[str, Any] = {}
+        for rname in self.workflow.missing_inputs(inv.node):
+            empty = self.spark.createDataFrame([], inv.module.relation(rname).ddl)
+            frames[rname] = empty if inv.tracker is None else AnnotatedFrame(
+                inv.tracker, empty.select("*", F.lit(0).cast("long").alias(factor(0))), Layout(1, (), ()))
         return frames
 
     def _module_state(self, inv: _Invocation, state: _Relations) -> dict[str, Any]:
@@ -405,7 +450,7 @@ class Executor:
         (:func:`~lipspark.session.run_concurrently`), then describe them in a fixed order —
         outputs, then state, each in the module's declared order — so segment numbers do not
         depend on which write finished first."""
-        edir, module = self.store.final_dir(inv.execution), inv.module
+        edir, module = self._out_dir(inv.execution), inv.module
         planned = [(rname, kind, f"{edir}/{where}/{inv.node}/{rname}")
                    for names, kind, where in ((module.outputs, "output", "outputs"),
                                               ([r for r in module.state if r in result], "collapse", "state"))
@@ -431,6 +476,10 @@ class Executor:
                 self._targets.append(Target(inv.node, module.name, rname, desc, self.store.resolve(rel_dir), checks))
         return described
 
+    def _out_dir(self, n: int) -> str:
+        """Where execution ``n``'s outputs and state are written (store-relative)."""
+        return self.store.final_dir(n)
+
     def _release(self) -> None:
         """Free what every invocation's tracker cached."""
         for t in self._trackers:
@@ -449,6 +498,14 @@ class Executor:
         unknown = [n for n in inputs if n not in expected]
         if unknown:
             raise WorkflowError(f"workflow inputs given for {unknown}, which are not input nodes (input nodes: {sorted(expected)})")
+
+
+def _sort_keys(df: Any) -> list[Any]:
+    """The columns a stored relation's file is sorted by: the visible ones, then the hidden ones
+    (a map, which Spark does not order, by its JSON)."""
+    fields = sorted(df.schema.fields, key=lambda f: is_hidden(f.name))  # stable: visible first, each in order
+    cols = [(F.col("`" + f.name.replace("`", "``") + "`"), f.dataType) for f in fields]
+    return [F.to_json(c) if isinstance(t, T.MapType) else c for c, t in cols]
 
 
 def _json(relations: _Relations) -> dict[str, dict[str, Any]]:

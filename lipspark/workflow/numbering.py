@@ -20,11 +20,12 @@ They do not depend on what earlier invocations ran:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from lipspark.errors import WorkflowError
 from lipspark.workflow.module import Module
 
-__all__ = ["Block", "block_size"]
+__all__ = ["Block", "block_size", "blocks", "initial_segments"]
 
 
 def block_size(module: Module, input_node: bool) -> int:
@@ -98,3 +99,31 @@ class Block:
     def write_value(self, relation: str, column: str) -> int:
         """The segment of the v-nodes of column ``column`` of a relation the invocation writes."""
         return self._get((f"write:{column.lower()}", relation), f"column {column!r} in relation {relation!r}")
+
+
+def initial_segments(modules: "dict[str, Module]", first: int) -> dict[tuple[str, str], int]:
+    """The token segment of each module's initial state relation, numbered from ``first`` in
+    declaration order (modules, then their state): the same in eager and deferred stores.
+
+    >>> m = Module("m", inputs={"R": "a int"}, state={"S": "a int", "T": "b int"}, outputs={"O": "a int"}, logic=lambda R, S, T: {"O": R})
+    >>> initial_segments({"m": m}, 1)
+    {('m', 'S'): 1, ('m', 'T'): 2}
+    """
+    out: dict[tuple[str, str], int] = {}
+    for mname, module in modules.items():
+        for rname in module.state:
+            out[(mname, rname)] = first + len(out)
+    return out
+
+
+def blocks(workflow: Any, n: int, first: int) -> "dict[str, Block]":
+    """The coarse segments of each invocation of execution ``n`` (a :class:`Block` per node),
+    laid out in the workflow's topological order from segment ``first`` on."""
+    order = workflow.topological_order()
+    out: dict[str, Block] = {}
+    at = first
+    for i, node_id in enumerate(order):
+        node = workflow.nodes[node_id]
+        out[node_id] = Block(workflow.modules[node.module], at, (n - 1) * len(order) + i, node.input)
+        at = out[node_id].end
+    return out

@@ -29,7 +29,7 @@ from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
 from lipspark.workflow.module import Module, Relation
 
 __all__ = ["StoredRelation", "check_schema", "relation_frame", "read_stored", "stored_files", "write_base", "position_col",
-           "value_node_col", "descriptor", "key_repeat"]
+           "descriptor", "key_repeat"]
 
 #: the key under which Spark keeps a DataFrame's own schema in the Parquet files it writes
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
@@ -123,15 +123,6 @@ def position_col(desc: RelationDescriptor) -> Column:
     ordinals = F.create_map(*[x for i, f in enumerate(desc.files) for x in (F.lit(os.path.basename(f.path)), F.lit(i))])
     name = F.element_at(F.split(F.col("_metadata.file_path"), "/"), -1)
     return file_position_col(F.element_at(ordinals, name), F.col("_metadata.row_index"))
-
-
-def value_node_col(desc: RelationDescriptor, col: str, pos: Column) -> Column:
-    """Spark column: the stored v-node of value column ``col`` (its own id, or a positional id
-    of the segment ``desc.values[col]``), null where the value has none."""
-    seg = desc.values[col]
-    if seg is None:
-        return F.col(value_col(col))
-    return F.when(F.col(value_col(col)).isNotNull(), positional_col(seg, pos))
 
 
 def _visible_parquet(spark: SparkSession, path: str) -> DataFrame:

@@ -1,0 +1,119 @@
+"""Layouts of stored relations, known without capturing provenance (deferred capture).
+
+A consumer of a stored relation builds its input v-nodes from which of the relation's columns
+carry them (:class:`~lipspark.capture.layout.Layout`: ``values``, nested ``bags``, and ``k``
+factors), and, since boundary v-nodes are one per row (docs/design.md, "Deferred capture"), from
+nothing else of its producer's provenance. A deferred run writes no provenance, so it *probes*
+each invocation for that layout: it runs the module's code once more on empty annotated frames
+of its inputs' layouts — planning only, over no rows — and reads the layouts of what it returns.
+A layout follows from module code and the layouts it reads, not from data, so an invocation
+whose inputs have the layouts of an earlier probe of its node reuses that probe's answer; after
+the state's layouts settle (an execution or two) a deferred run probes nothing.
+
+The layouts are kept in each execution's record (``layouts``: node → what it read and wrote),
+and a replay of one invocation reads its inputs with them and checks that the replay's own
+layouts agree (a module whose layout depends on its data cannot have its provenance deferred).
+
+>>> Probed.from_json({"values": ["b", "a"], "bags": [], "k": 2}).to_json()
+{'values': ['a', 'b'], 'bags': [], 'k': 2}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from lipspark.errors import WorkflowError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.capture.layout import Layout
+
+__all__ = ["Probed", "BASE", "signature", "Probe"]
+
+
+@dataclass(frozen=True)
+class Probed:
+    """A stored relation's layout: value columns, bag columns, factors (a base relation: none, none, 1)."""
+
+    values: tuple[str, ...] = ()
+    bags: tuple[str, ...] = ()
+    k: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", tuple(sorted(self.values)))
+        object.__setattr__(self, "bags", tuple(sorted(self.bags)))
+
+    @classmethod
+    def of(cls, layout: "Layout") -> "Probed":
+        return cls(tuple(layout.values), tuple(layout.bags), layout.k)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"values": list(self.values), "bags": list(self.bags), "k": self.k}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> "Probed":
+        return cls(tuple(d.get("values", ())), tuple(d.get("bags", ())), int(d.get("k", 1)))
+
+
+#: the layout of a base relation (a workflow input, an initial state, an empty missing input)
+BASE = Probed()
+
+
+def signature(reads: Mapping[str, Probed]) -> str:
+    """What an invocation's probe depends on besides module code: the layouts it reads."""
+    return ";".join(f"{r}:{','.join(p.values)}|{','.join(p.bags)}" for r, p in sorted(reads.items()))
+
+
+class Probe:
+    """Layouts of the relations invocations write, probed once per node and input layouts.
+
+    ``known`` seeds it with the layouts earlier executions recorded (``execution["layouts"]``).
+    """
+
+    def __init__(self, spark: Any, executions: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.spark = spark
+        self._memo: dict[tuple[str, str], dict[str, Probed]] = {}
+        #: how many invocations were probed (a benchmark reports it)
+        self.probes = 0
+        for e in executions:
+            for node, rec in (e.get("layouts") or {}).items():
+                reads = {r: Probed.from_json(d) for r, d in rec.get("reads", {}).items()}
+                self._memo[(node, signature(reads))] = {r: Probed.from_json(d) for r, d in rec.get("writes", {}).items()}
+
+    def writes(self, node: str, module: Any, reads: Mapping[str, Probed], written: list[str], context: Any, ordinal: int) -> dict[str, Probed]:
+        """The layouts of ``written`` when ``node`` (of ``module``) reads relations of layouts ``reads``."""
+        key = (node, signature(reads))
+        if key not in self._memo or any(r not in self._memo[key] for r in written):
+            self._memo[key] = self._run(module, reads, written, context, ordinal)
+            self.probes += 1
+        return {r: self._memo[key][r] for r in written}
+
+    def _run(self, module: Any, reads: Mapping[str, Probed], written: list[str], context: Any, ordinal: int) -> dict[str, Probed]:
+        """Run ``module``'s code on empty annotated frames (Spark plans, no rows)."""
+        from pyspark.sql import functions as F
+
+        from lipspark.capture.builder import GraphBuilder, InvocationBuilder
+        from lipspark.capture.layout import Layout
+        from lipspark.frame import AnnotatedFrame
+        from lipspark.tracker import Tracker
+        from lipspark.vocabulary.columns import bag_col, factor, value_col
+
+        tracker = Tracker(self.spark, InvocationBuilder(GraphBuilder(), ordinal), context=context)
+        try:
+            frames = {}
+            for rname, p in reads.items():
+                empty = self.spark.createDataFrame([], module.relation(rname).ddl)
+                cols = [F.col(f"`{c}`") for c in empty.columns] + [F.lit(0).cast("long").alias(factor(0))]
+                cols += [F.lit(0).cast("long").alias(value_col(c)) for c in p.values]
+                cols += [F.array().cast("array<bigint>").alias(bag_col(b)) for b in p.bags]
+                frames[rname] = AnnotatedFrame(tracker, empty.select(*cols), Layout(1, p.values, p.bags))
+            result = module.logic(**frames)
+            out = {}
+            for rname in written:
+                frame = result.get(rname) if isinstance(result, dict) else None
+                if not isinstance(frame, AnnotatedFrame):
+                    raise WorkflowError(f"module {module.name!r} returned a plain DataFrame for {rname!r} when run with provenance "
+                                        "(deferred capture plans each module with provenance once): build it from the module's inputs and state")
+                out[rname] = Probed.of(frame.layout)
+            return out
+        finally:
+            tracker.release()

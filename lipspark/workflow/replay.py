@@ -1,0 +1,168 @@
+"""Replaying one invocation of a deferred store alone, with provenance (issue 12, item 3).
+
+An invocation's node ids depend only on its place in the workflow
+(:mod:`lipspark.workflow.numbering`), its input v-nodes only on which columns of what it reads
+carry them — probed and recorded by the deferred run (:mod:`lipspark.workflow.layouts`) — and
+its rows' positions only on the data (a deferred run writes each relation sorted as an eager
+run does). So the invocation can be re-run with provenance from the files the deferred run
+stored, without replaying any other invocation, and records the segments an eager run of the
+same inputs recorded for it: same ids, same nodes, same edges.
+
+:func:`replay_invocation` does that, writes what the invocation writes (with its provenance
+columns) under a directory of the caller's, and checks it before returning: each relation it
+wrote must equal, as a multiset, the one the deferred run stored, and have the layout the
+deferred run probed; otherwise it raises :class:`~lipspark.errors.StoreError` naming the module
+and relation. It is the building block of replay on demand; which invocations a query needs,
+and where their graphs are kept, are the query layer's (docs/design.md, "Deferred capture").
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from lipspark.capture.builder import GraphBuilder
+from lipspark.errors import StoreError
+from lipspark.store import Store
+from lipspark.vocabulary import PScheme, RelationDescriptor, Segment
+from lipspark.workflow.execution import Executor
+from lipspark.workflow.layouts import Probed
+from lipspark.workflow.numbering import blocks, initial_segments
+from lipspark.workflow.relations import descriptor, relation_frame
+
+__all__ = ["replay_invocation", "Replayed"]
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """What a replay of one invocation recorded: its segments with their tables, and the
+    descriptors of the relations it wrote (under the caller's directory)."""
+
+    execution: int
+    node: str
+    segments: list[tuple[Segment, dict[str, Any]]]
+    outputs: dict[str, RelationDescriptor]
+    state: dict[str, RelationDescriptor]
+
+
+def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: Any, workflow: Any = None) -> Replayed:
+    """Re-run node ``node`` of execution ``n`` of the deferred ``store`` with provenance.
+
+    ``target``: an absent directory the invocation's relations are written under. ``workflow``:
+    the store's workflow (default: built again from the definition file the store records).
+    """
+    from lipspark.workflow.materialize import _fingerprints, _replayable_definition
+
+    if store.capture != "deferred":
+        raise StoreError(f"the store at {store.root} captured its provenance {store.capture or 'never'}; only a deferred store's invocations are replayed")
+    if not 1 <= n <= len(store.executions):
+        raise StoreError(f"the store at {store.root} has executions 1..{len(store.executions)}, not {n}")
+    if workflow is None:
+        workflow = _replayable_definition(store).build(store.meta["params"])
+    rec = store.executions[n - 1]
+    if node not in workflow.nodes:
+        raise StoreError(f"workflow {store.meta['workflow']!r} has no node {node!r}; its nodes: {', '.join(workflow.nodes)}")
+    if "layouts" not in rec:
+        raise StoreError(f"execution {n} of the store at {store.root} was run before deferred runs recorded layouts; "
+                         "replay the whole store with `lipspark materialize`")
+    ex = _Replayer(spark, workflow, store, target)
+    ex.builder = GraphBuilder(rec["segments"][0])
+    ex._blocks = blocks(workflow, n, rec["segments"][0])
+    inv = ex._invocation(n, node)
+    assert inv.tracker is not None
+    module = inv.module
+    frames: dict[str, Any] = {}
+    layouts = rec["layouts"]
+    if workflow.nodes[node].input:
+        for rname in module.inputs:
+            rel_dir = rec["inputs"][node][rname]["dir"]
+            desc = ex._token_relation(ex.builder, inv.tracker.context, module.relation(rname), rel_dir, "i",
+                                      f"execution {n}, module {module.name!r}, input {rname!r}", seg=inv.block.token(rname))
+            frames[rname] = ex._read(inv, module.relation(rname), desc, "i")
+    else:
+        for e in workflow.inputs_of(node):
+            blk = ex._blocks[e.src]
+            for rname in e.relations:
+                p = Probed.from_json(layouts[e.src]["writes"][rname])
+                d = descriptor(rec["outputs"][e.src][rname])
+                desc = RelationDescriptor(d.dir, d.files, {c: blk.write_value(rname, c) for c in p.values}, p.bags,
+                                          PScheme("output", blk.write(rname), p.k), every_row=True)
+                frames[rname] = ex._read(inv, module.relation(rname), desc, "i")
+        frames.update(ex._missing_inputs(inv))
+    for rname in module.state:
+        frames[rname] = ex._read(inv, module.relation(rname), _state_read(store, workflow, n, node, module.name, rname), "s")
+    result = ex._call(inv, frames)
+    outputs, state = ex._store_results(inv, result)
+    # what it wrote must be what the deferred run stored, with the layouts the deferred run probed
+    written = [(f"output {r} of {node}", rec["outputs"][node][r], d) for r, d in outputs.items()]
+    written += [(f"state {r} of module {module.name}", _written_state(store, n, node, r), d) for r, d in state.items()]
+    prints = _fingerprints(spark, [f for _, a, b in written for f in (relation_frame(spark, store, a), _frame(spark, b))])
+    for i, (what, a, _) in enumerate(written):
+        if prints[2 * i] != prints[2 * i + 1]:
+            raise StoreError(f"replaying execution {n}'s invocation of {node} gave another {what} than the run stored "
+                             f"({prints[2 * i + 1][0]} rows vs {prints[2 * i][0]} stored): the module is not deterministic, so its "
+                             "provenance cannot be deferred; run the workflow with --capture eager")
+    probed = layouts[node]["writes"]
+    for r in [*outputs, *state]:
+        got = Probed.of(result[r].layout)
+        if got != Probed.from_json(probed[r]):
+            raise StoreError(f"replaying execution {n}'s invocation of {node}: relation {r!r} has provenance layout {got.to_json()}, "
+                             f"the deferred run probed {probed[r]}: module {module.name!r} decides its layout from its data, so its "
+                             "provenance cannot be deferred; run the workflow with --capture eager")
+    segments = ex.builder.collect()
+    ex._release()
+    return Replayed(n, node, segments, outputs, state)
+
+
+def _frame(spark: Any, desc: RelationDescriptor) -> Any:
+    from lipspark.vocabulary.columns import is_hidden
+
+    df = spark.read.parquet(os.path.dirname(desc.files[0].path)) if desc.files else None
+    if df is None:
+        raise StoreError(f"internal: a replayed relation at {desc.dir} has no files")
+    return df.select(*[f"`{c}`" for c in df.columns if not is_hidden(c)])
+
+
+def _state_read(store: Store, workflow: Any, n: int, node: str, module: str, rname: str) -> RelationDescriptor:
+    """The state relation ``rname`` of ``module`` as node ``node`` of execution ``n`` read it,
+    described as an eager run describes it: its writer's collapse segment, or the initial
+    state's tokens."""
+
+    order = workflow.topological_order()
+    # the last writer before (n, node): an earlier node of this execution, else of an earlier one
+    for e in range(n, 0, -1):
+        rec = store.executions[e - 1]
+        nodes = order[: order.index(node)] if e == n else order
+        for w in reversed(nodes):
+            if workflow.nodes[w].module != module or rname not in rec["layouts"].get(w, {}).get("writes", {}):
+                continue
+            p = Probed.from_json(rec["layouts"][w]["writes"][rname])
+            blk = blocks(workflow, e, rec["segments"][0])[w]
+            d = _written_state(store, e, w, rname)
+            return RelationDescriptor(d.dir, d.files, {c: None for c in p.values}, p.bags, PScheme("collapse", blk.write(rname), p.k),
+                                      every_row=True)
+    d = descriptor(store.meta["initial"][module][rname])
+    seg = initial_segments(workflow.modules, 1)[(module, rname)]
+    return RelationDescriptor(d.dir, d.files, p=PScheme("token", seg))
+
+
+def _written_state(store: Store, e: int, node: str, rname: str) -> RelationDescriptor:
+    """The state relation ``rname`` as node ``node`` wrote it in execution ``e`` of the deferred store."""
+    from lipspark.workflow.relations import stored_files
+
+    rel_dir = f"{store.final_dir(e)}/state/{node}/{rname}"
+    return RelationDescriptor(rel_dir, stored_files(store, rel_dir))
+
+
+class _Replayer(Executor):
+    """An executor that records with provenance while reading a deferred store, and writes the
+    invocation's relations under ``target``."""
+
+    def __init__(self, spark: Any, workflow: Any, store: Store, target: str) -> None:
+        super().__init__(spark, workflow, store, provenance=True)
+        self.provenance = True
+        self.probe = None
+        self.target = os.path.abspath(target)
+
+    def _out_dir(self, n: int) -> str:
+        return self.target

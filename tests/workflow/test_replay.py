@@ -1,0 +1,102 @@
+"""Replaying one invocation of a deferred store alone gives the segments an eager run recorded for it."""
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pyarrow.parquet as pq
+import pytest
+
+from lipspark.errors import StoreError
+from lipspark.graph.expand import expand_segments
+from lipspark.store import graph_segments
+from lipspark.vocabulary import BaseSegment, BoundarySegment
+from lipspark.vocabulary.columns import is_hidden
+from lipspark.workflow import Store, run
+from lipspark.workflow.replay import replay_invocation
+from tests.workflow.test_execution import CARS
+
+PARAMS = {"numCars": 160, "numExec": 3, "acceptance": 0.0, "seed": 5}
+
+
+@pytest.fixture(scope="module")
+def car_stores(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("replay")
+    eager, deferred = str(root / "eager"), str(root / "deferred")
+    run(CARS, graph_dir=eager, spark=spark, params=PARAMS)
+    run(CARS, graph_dir=deferred, spark=spark, params=PARAMS, capture="deferred")
+    return Store.open(eager), Store.open(deferred)
+
+
+def _visible(path: str) -> list[dict]:
+    t = pq.read_table(path)
+    return t.select([c for c in t.column_names if not is_hidden(c)]).to_pylist()
+
+
+def _record(s):
+    """A segment as recorded, but for where its source's files are."""
+    if isinstance(s, BoundarySegment):
+        src = s.source
+        return dataclasses.replace(s, source=dataclasses.replace(src, dir="", files=()))
+    if isinstance(s, BaseSegment) and s.files is not None:
+        return dataclasses.replace(s, files=())
+    return s
+
+
+def test_deferred_run_numbers_and_lays_out_as_eager(car_stores):
+    eager, deferred = car_stores
+    for a, b in zip(eager.executions, deferred.executions):
+        assert a["segments"] == b["segments"]
+        # every relation the deferred run wrote has the eager run's rows, in the same positions
+        for key in ("inputs", "outputs", "state"):
+            for owner, rels in a[key].items():
+                for r, d in rels.items():
+                    other = b[key][owner][r]
+                    assert len(d["files"]) == len(other["files"])
+                    for f, g in zip(d["files"], other["files"]):
+                        assert _visible(eager.resolve(f["path"])) == _visible(deferred.resolve(g["path"]))
+        # the probed layouts are the eager run's
+        for owner, rels in a["outputs"].items():
+            for r, d in rels.items():
+                probed = b["layouts"][owner]["writes"][r]
+                assert sorted(d["values"]) == probed["values"] and d["bags"] == probed["bags"] and d["p"]["k"] == probed["k"]
+
+
+def _compare(eager: Store, deferred: Store, rep, n: int, node: str) -> int:
+    segments, root = graph_segments(eager.root)
+    mine = [(s, t) for s, t in segments if s.context.execution == n and s.context.node == node]
+    assert sorted(_record(s).seg for s, _ in mine) == sorted(s.seg for s, _ in rep.segments)
+    theirs = {s.seg: (s, t) for s, t in mine}
+    for s, t in rep.segments:
+        e, et = theirs[s.seg]
+        assert _record(s) == _record(e), (node, s)
+        assert set(t) == set(et)
+    # every node and edge it makes, but for those read from its producers' files, is the eager run's
+    own = lambda segs: [(s, t) for s, t in segs if not (isinstance(s, BoundarySegment) and s.role in ("i", "s"))]  # noqa: E731
+    (na, ea), (nb, eb) = expand_segments(own(mine), root), expand_segments(own(rep.segments), deferred.root)
+    cols = ["id", "kind", "op", "label", "value", "type", "relation", "column"]
+    key = lambda n_: n_[cols].astype(str).sort_values(cols).reset_index(drop=True)  # noqa: E731
+    assert key(na).equals(key(nb)), node
+    assert sorted(zip(ea["src"], ea["dst"])) == sorted(zip(eb["src"], eb["dst"])), node
+    return len(na)
+
+
+@pytest.mark.parametrize("node", ["request", "dealer1_bid", "agg", "xor", "dealer2_buy"])
+def test_one_invocation_replays_alone_into_its_eager_segments(spark, car_stores, tmp_path, node):
+    eager, deferred = car_stores
+    workflow_nodes = {s.context.node for s, _ in graph_segments(eager.root)[0] if s.context.execution == 3}
+    if node not in workflow_nodes:
+        pytest.skip(f"no node {node} in this workflow: {sorted(n for n in workflow_nodes if n)}")
+    rep = replay_invocation(deferred, 3, node, str(tmp_path / node), spark=spark)
+    assert _compare(eager, deferred, rep, 3, node) > 0
+
+
+def test_replay_refuses_what_it_cannot_replay(spark, car_stores, tmp_path):
+    eager, deferred = car_stores
+    with pytest.raises(StoreError, match="only a deferred store"):
+        replay_invocation(eager, 1, "agg", str(tmp_path / "x"), spark=spark)
+    with pytest.raises(StoreError, match="executions 1..3, not 4"):
+        replay_invocation(deferred, 4, "agg", str(tmp_path / "x"), spark=spark)
+    with pytest.raises(StoreError, match="has no node 'nope'"):
+        replay_invocation(deferred, 1, "nope", str(tmp_path / "x"), spark=spark)
+    assert not os.path.exists(tmp_path / "x")
