@@ -327,9 +327,9 @@ def _cut(s: str, n: int, more: str = "") -> str:
 
 
 def sample_text(values: Mapping[str, Any]) -> str:
-    """A sample row's values as a line shows them: ``(B1, P1, null)``, control characters escaped.
+    r"""A sample row's values as a line shows them: ``(B1, P1, null)``, control characters escaped.
 
-    >>> sample_text({"BidId": "B1", "Dealer": None, "Note": "a\\nb"})
+    >>> sample_text({"BidId": "B1", "Dealer": None, "Note": "a\nb"})
     '(B1, null, a\\nb)'
     """
     return "(" + _cut(printable(", ".join("null" if v is None else str(v) for v in values.values())), _TUPLE_CHARS) + ")"
