@@ -34,6 +34,7 @@ from lipspark.graph.index import GraphIndex
 from lipspark.query import ast
 from lipspark.query.deletion import UNKNOWN, delete, propagate
 from lipspark.query.diff import diff
+from lipspark.query.edgedata import SAMPLE_ROWS, EdgeData, EdgeReader, edge_lines
 from lipspark.query.parser import parse
 from lipspark.query.selector import NoSuchColumn, resolve
 from lipspark.query.text import ROW_LIMIT, changed_by_tuple, shown_value, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
@@ -184,6 +185,9 @@ class Result:
     graph: GraphIndex | None = field(default=None, repr=False)
     nodes: np.ndarray | None = field(default=None, repr=False)
     removed: np.ndarray | None = field(default=None, repr=False)
+    #: the data on the dataflow edges of the store the view is of (row counts, changes, samples:
+    #: :mod:`lipspark.query.edgedata`), for a drawing of zoomed-out modules; None without a store
+    edge_reader: EdgeReader | None = field(default=None, repr=False)
     #: How Jupyter draws a result: set by :mod:`lipspark.viz` when it is imported (the query
     #: layer does not import the drawing layer); None shows the text alone.
     html_renderer: ClassVar[Callable[["Result"], "str | None"] | None] = None
@@ -219,6 +223,8 @@ class Result:
             first = set(self.extra.get("_first", ()))
             rows = self.rows if self.extra.get("_ranked") else sorted(self.rows, key=lambda r: reading_order(r, first))
             parts.append(node_table(rows, self.columns, ids, limit))
+        if "_more" in self.extra:  # a section after the answer's table (the data on the edges of a `show`)
+            parts += self.extra["_more"](ids=ids, limit=limit)
         for name, (rows, cols) in self.extra.get("_tables", {}).items():
             if name == "changed values" and "_changed" in self.extra and not ids:  # with ids: every value, as JSON has them
                 groups, also = self.extra["_changed"]
@@ -272,6 +278,7 @@ class Session:
         #: the first execution whose rows the deletions since the last reset may have got wrong (a
         #: condition there read a changed value; 0: all of them), None while none did
         self._inexact_from: int | None = None
+        self._edge_reader: EdgeReader | None = None
 
     @property
     def view(self) -> GraphIndex:
@@ -301,6 +308,7 @@ class Session:
             raise QueryError("this session was given a graph, not a path: there is nothing to read again")
         before = len(self.base)
         self.base = GraphIndex.load(self.path)
+        self._edge_reader = None
         self._replay(list(self._ops))
         return len(self.base) - before
 
@@ -314,7 +322,71 @@ class Session:
         handler = _HANDLERS.get(type(stmt))
         if handler is None:
             raise QueryError(f"statement {type(stmt).__name__} is not supported")
-        return handler(self, stmt)
+        result = handler(self, stmt)
+        if result.graph is not None and result.edge_reader is None:
+            result.edge_reader = self._edges_of_store()
+        return result
+
+    # ------------------------------------------------------------------ the data on the edges
+    def _edges_of_store(self) -> EdgeReader | None:
+        """The reader of the stored relations behind this session's graph (None: a graph in memory)."""
+        if self.path is None:
+            return None
+        if self._edge_reader is None:
+            self._edge_reader = EdgeReader(self.path, self.base)
+        return self._edge_reader
+
+    def edges(self, module: str | None = None, execution: int | None = None, *, samples: int = SAMPLE_ROWS) -> list[EdgeData]:
+        """The data on the dataflow edges of the working view's invocations (of ``module``, a
+        module or a workflow node running one, and ``execution`` when given): each relation an
+        invocation read (workflow inputs, inputs, state) or wrote (outputs), with its row count
+        (from Parquet footers), its change since the previous execution and its first
+        ``samples`` rows with their polynomials in the view (:mod:`lipspark.query.edgedata`).
+        Needs a session opened on a store's path.
+
+        >>> import pandas as pd
+        >>> g = GraphIndex.build(pd.DataFrame({"id": [1], "kind": "p", "op": "token", "label": ["R:a"]}), pd.DataFrame({"src": [], "dst": []}))
+        >>> Session(g).edges()
+        Traceback (most recent call last):
+        ...
+        lipspark.errors.QueryError: the data on the edges is read from a workflow store's files; this session was given a graph in memory: open it on the store's path, Session("graphs/NAME")
+        """
+        reader = self._edges_of_store()
+        if reader is None:
+            raise QueryError("the data on the edges is read from a workflow store's files; this session was given a graph in memory: "
+                             "open it on the store's path, Session(\"graphs/NAME\")")
+        g = self.view
+        inv = g.by_id(g.nodes_with(op=Op.INVOCATION))
+        if module is not None:
+            names = g.column("module", inv).tolist()
+            nodes = g.column("node", inv).tolist()
+            inv = inv[np.array([module in (m, n) for m, n in zip(names, nodes)], dtype=bool)] if len(inv) else inv
+            if not len(inv):
+                known = sorted({str(m) for m in names if m is not None})
+                raise QueryError(f"no invocation of a module {module!r} in this view; modules: {', '.join(known) or 'none'}")
+        if execution is not None:
+            inv = inv[np.asarray(g.column("execution", inv).tolist(), dtype=object) == execution] if len(inv) else inv
+            if not len(inv):
+                raise QueryError(f"no invocation{'' if module is None else ' of ' + repr(module)} in execution {execution} of this view")
+        return reader.edges(g, g.ids[inv], samples=samples)
+
+    def _edge_data(self, r: Result) -> Result:
+        """``r`` (a node list) with the data on the edges of the invocations it lists whose module
+        is zoomed out in the view (their zoom nodes too): JSON ``edge_data``, text after the table."""
+        g, reader = self.view, self._edges_of_store()
+        if reader is None or not g.zoom or r.nodes is None or not len(r.nodes):
+            return r
+        pos = np.asarray(r.nodes, dtype=np.int64)
+        ops = np.asarray(g.op)[pos]
+        pos = pos[(ops == Op.INVOCATION) | (ops == Op.ZOOM)]
+        pos = pos[np.array([m in g.zoom for m in g.column("module", pos).tolist()], dtype=bool)] if len(pos) else pos
+        if not len(pos):
+            return r
+        inv = [int(i) for i in g.column("invocation", g.by_id(pos)).tolist()]
+        data = reader.edges(g, list(dict.fromkeys(inv)))
+        r.extra["edge_data"] = [e.to_dict() for e in data]
+        r.extra["_more"] = lambda ids=False, limit=None: edge_lines(data, limit=limit, ids=ids)
+        return r
 
     def _bind(self, sel: ast.Selector) -> ast.Selector:
         """``sel`` with the selectors that read the store (``violations``) replaced by the ids they name."""
@@ -485,7 +557,7 @@ class Session:
         return Result(str(stmt), kind, rows=rows, summary=f"{len(rows)} {what}", columns=_NODE_COLS, graph=self.view, nodes=shown, extra=extra)
 
     def _show(self, stmt: ast.Show) -> Result:
-        return self._nodes(stmt, self._resolve(stmt.target), "nodes", "node(s)")
+        return self._edge_data(self._nodes(stmt, self._resolve(stmt.target), "nodes", "node(s)"))
 
     def _ancestors(self, stmt: ast.Ancestors) -> Result:
         seeds = self._resolve(stmt.target)

@@ -27,16 +27,18 @@ Labels are plain text: the drawing puts them on a canvas with ``fillText``, neve
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from lipspark.graph.expression import token_name
 from lipspark.graph.index import NODE_TYPES, GraphIndex
+from lipspark.query.edgedata import EdgeData
 from lipspark.query.text import printable
 from lipspark.vocabulary import UNKNOWN, Op
 
-__all__ = ["LABEL_CHARS", "node_label", "shorten", "shown"]
+__all__ = ["LABEL_CHARS", "node_label", "edge_label", "shorten", "shown"]
 
 #: the longest label drawn; a longer one is cut with "…" (the hover title has all of it)
 LABEL_CHARS = 30
@@ -131,3 +133,16 @@ def node_label(g: GraphIndex, p: int, row: dict[str, Any], change: tuple[Any, An
     if value is None or not g.is_v[p]:
         return name
     return f"{name}={shown(value)}"
+
+
+def edge_label(label: str, edges: Sequence[EdgeData]) -> str:
+    """A zoomed-out invocation's label with the data on its output edges: each output relation,
+    its row count and its change since the previous execution (rows added and removed; ``new``
+    where there is none), compact: the drawing cuts a label at :data:`LABEL_CHARS` characters.
+
+    >>> e = EdgeData("output", "Bids1", "dealer1", "dealer1_bid", 2, 7, "d", False, rows=412, previous=410, added=3, removed=1)
+    >>> edge_label("dealer1 [z]", [e])
+    'dealer1 [z] Bids1 412 +3−1'
+    """
+    outs = [f"{printable(e.relation)} {e.rows} {e.change().replace(' ', '')}" for e in edges if e.kind == "output"]
+    return f"{label} {', '.join(outs)}" if outs else label

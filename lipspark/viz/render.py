@@ -60,8 +60,9 @@ from lipspark.errors import LipsparkError
 from lipspark.graph.expression import Tensor, expressions
 from lipspark.graph.index import NODE_TYPES, GraphIndex
 from lipspark.query.deletion import DeletionResult, delete
+from lipspark.query.edgedata import EdgeData, sample_text
 from lipspark.query.engine import Result
-from lipspark.viz.labels import node_label, shorten
+from lipspark.viz.labels import edge_label, node_label, shorten
 from lipspark.viz.layout import Layout, _drawn_edges, layout, levels
 from lipspark.vocabulary import UNKNOWN, Op
 
@@ -206,8 +207,22 @@ def _polynomials(g: GraphIndex, pos: np.ndarray, lv: np.ndarray) -> dict[int, st
     return out
 
 
+def _edges_html(edges: list[EdgeData]) -> list[str]:
+    """The data on a zoomed-out invocation's edges, for its hover title: each relation's count
+    and change, and its sample rows with their polynomials, escaped."""
+    e = html.escape
+    lines = ["<b>the data on its edges</b> (rows; change since the previous execution; first rows with their polynomials):"]
+    for d in edges:
+        lines.append(f"{e(_short(d.name, _FIELD_CHARS))}: {e(d.describe())}")
+        for r in d.samples:
+            where = "" if r.in_view else " <i>(hidden in this view)</i>"
+            lines.append(f"&nbsp;&nbsp;{e(_short(sample_text(r.values), _FIELD_CHARS))}: "
+                         f"<code>{e(_short(r.polynomial, TOOLTIP_POLYNOMIAL_CHARS))}</code>{where}")
+    return lines
+
+
 def _tooltip(g: GraphIndex, p: int, row: dict[str, Any], label: str, polynomial: str | None, with_polynomials: bool, marked: bool,
-             change: tuple[Any, Any] | None) -> str:
+             change: tuple[Any, Any] | None, edges: list[EdgeData] | None = None) -> str:
     e = html.escape
     t = NODE_TYPES[g.type_code[p]]
     lines = [f"<b>{e(_short(label, _FIELD_CHARS))}</b>"]
@@ -242,6 +257,8 @@ def _tooltip(g: GraphIndex, p: int, row: dict[str, Any], label: str, polynomial:
         lines.append(f"polynomial: use <code>polynomial node {int(g.ids[p])}</code>")
     elif polynomial is not None:
         lines.append(f"polynomial: <code>{e(_short(polynomial, TOOLTIP_POLYNOMIAL_CHARS))}</code>")
+    if edges:
+        lines += _edges_html(edges)
     # pyvis swaps in a popup that sets innerHTML to any title containing "href"; the text of a
     # title never needs that, and "hr&#101;f" reads "href" all the same
     return '<div class="lipspark-tip">' + "<br>".join(lines).replace("href", "hr&#101;f") + "</div>"
@@ -397,7 +414,7 @@ _SVG = {
 }
 
 
-def _legend(info: DrawingInfo, colours: dict[str, tuple[str, str]], with_none: bool) -> str:
+def _legend(info: DrawingInfo, colours: dict[str, tuple[str, str]], with_none: bool, with_edges: bool = False) -> str:
     e = html.escape
     rows = [
         f"<tr><td>{_SVG['p']}</td><td>p-node (provenance): a token <code>Cars:C2</code>, <code>·</code>, <code>+</code>, "
@@ -409,6 +426,10 @@ def _legend(info: DrawingInfo, colours: dict[str, tuple[str, str]], with_none: b
         f"<tr><td>{_SVG['z']}</td><td>zoomed-out module <i>[z]</i></td></tr>",
         f"<tr><td>{_SVG['e']}</td><td>used by (input → derived node); ×k: used k times</td></tr>",
     ]
+    if with_edges:
+        rows.append("<tr><td><code>R 412 +3−1</code></td><td>on a zoomed-out module: each output relation, its rows and their change "
+                    "since the previous execution (added−removed; <code>new</code>: none before); hover it for every relation it "
+                    "read and wrote, with sample rows and their polynomials</td></tr>")
     if info.marked:
         rows.append(f"<tr><td>{_SVG['x']}</td><td>removed by the deletion (red dashed border, greyed): {info.marked}</td></tr>")
         rows.append("<tr><td><code>2→1</code></td><td>a value the deletion changed, before→after (thick border); "
@@ -464,6 +485,22 @@ def _changes(obj: Any) -> dict[int, tuple[Any, Any]]:
     return {}
 
 
+def _edge_data(obj: Any, g: GraphIndex, pos: np.ndarray) -> dict[int, list[EdgeData]]:
+    """Zoom node id → the data on the edges of its invocation, for the zoomed-out modules drawn,
+    when ``obj`` is a query result of a session on a store (its ``edge_reader``)."""
+    reader = obj.edge_reader if isinstance(obj, Result) else None
+    if reader is None or not len(pos):
+        return {}
+    zs = pos[np.asarray(g.op)[pos] == Op.ZOOM]
+    if not len(zs):
+        return {}
+    invocations = [int(i) for i in g.column("invocation", zs).tolist()]
+    by_invocation: dict[int, list[EdgeData]] = {}
+    for d in reader.edges(g, invocations):
+        by_invocation.setdefault(d.invocation, []).append(d)
+    return {int(z): by_invocation.get(i, []) for z, i in zip(g.ids[zs].tolist(), invocations)}
+
+
 def _width(label: str, shape: str, margin: float) -> float:
     """How wide vis.js draws a node with this one-line label (pixels at zoom 1, a little over)."""
     text = len(label) * _CHAR_WIDTH
@@ -487,6 +524,7 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
     rows = [{k: (None if v is None or (isinstance(v, float) and v != v) or type(v).__name__ == "NAType" else v) for k, v in r.items()} for r in rows]
     with_poly = len(pos) <= POLYNOMIAL_LIMIT
     polys = _polynomials(g, pos, lv) if with_poly and len(pos) else {}
+    edges = _edge_data(obj, g, pos)
 
     nodes: list[dict[str, Any]] = []
     mods_present: set[str] = set()
@@ -503,7 +541,10 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
         op = g.op[p]
         change = changes.get(int(g.ids[p]))
         full = node_label(g, p, row, change)
-        opts: dict[str, Any] = {"title": _tooltip(g, p, row, full, polys.get(p), with_poly, bool(d.marked[k]), change)}
+        mine = edges.get(int(g.ids[p])) if op == Op.ZOOM else None
+        if mine:
+            full = edge_label(full, mine)
+        opts: dict[str, Any] = {"title": _tooltip(g, p, row, full, polys.get(p), with_poly, bool(d.marked[k]), change, mine)}
         margin = _NODE_MARGIN
         if op == Op.INVOCATION:
             shape = "diamond"
@@ -558,7 +599,7 @@ def _build(obj: Any, max_nodes: int, title: str | None) -> tuple[Network, str]:
 
     info = DrawingInfo(d.title, len(pos), len(pairs), len(src), int(d.marked.sum()), tuple(sorted(mods_present)), with_poly)
     net.lipspark = info
-    page = _finish_page(net.generate_html(), _legend(info, colours, no_module), d.title, _frames(lay, colours))
+    page = _finish_page(net.generate_html(), _legend(info, colours, no_module, any(edges.values())), d.title, _frames(lay, colours))
     net.html = page
     return net, page
 
