@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from typing import Any
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
@@ -79,8 +80,9 @@ def chromium() -> str | None:
     return None
 
 
-def page(graph: str, picture: Picture, path: str) -> int:
-    """Draw ``picture``'s query on ``graph`` into the HTML page ``path``; the number of nodes drawn."""
+def page(graph: str, picture: Picture, path: str) -> Any:
+    """Draw ``picture``'s query on ``graph`` into the HTML page ``path``; the network drawn
+    (:func:`lipspark.viz.render`)."""
     from lipspark.query import Session
     from lipspark.viz import render
 
@@ -91,8 +93,7 @@ def page(graph: str, picture: Picture, path: str) -> int:
         ex = result.graph.column("execution", result.nodes)
         keep = np.array([e is None or e != e or e == picture.execution for e in ex], dtype=bool)  # None/NaN: no execution
         result = dataclasses.replace(result, nodes=result.nodes[keep])
-    net = render(result, path, title=picture.title)
-    return len(net.nodes)
+    return render(result, path, title=picture.title)
 
 
 def screenshot(browser: str, html: str, png: str, size: tuple[int, int]) -> None:
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(args.out, exist_ok=True)
         for pic in PICTURES:
             html = os.path.join(pages, pic.name.removesuffix(".png") + ".html")
-            nodes = page(args.graph, pic, html)
+            nodes = len(page(args.graph, pic, html).nodes)
             if browser is None:
                 print(f"{os.path.relpath(html)}: {nodes} nodes")
                 continue
