@@ -30,7 +30,7 @@ demo: check-java $(STAMP)   # the car dealership with provenance into graphs/car
 $(DEMO_GRAPH)/store.json: | check-java $(STAMP)
 	$(BIN)/python -m lipspark.demo
 
-notebook: check-java $(STAMP) $(DEMO_GRAPH)/store.json   # viz/what_if.ipynb executed on the demo graph and saved with its outputs (commit them)
+notebook: check-java $(STAMP) $(DEMO_GRAPH)/store.json   # viz/what_if.ipynb and viz/debugging.ipynb executed on the demo graph and saved with their outputs (commit them)
 	$(BIN)/python scripts/notebook.py
 	$(BIN)/python scripts/notebook.py viz/debugging.ipynb
 
