@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 DEMO_GRAPH := graphs/car_dealership-demo
 
-.PHONY: help demo test test-slow notebook bench check-java clean
+.PHONY: help demo test test-slow notebook pictures bench check-java clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,8 +30,12 @@ demo: check-java $(STAMP)   # the car dealership with provenance into graphs/car
 $(DEMO_GRAPH)/store.json: | check-java $(STAMP)
 	$(BIN)/python -m lipspark.demo
 
-notebook: check-java $(STAMP) $(DEMO_GRAPH)/store.json   # viz/what_if.ipynb executed on the demo graph and saved with its outputs (commit them)
+notebook: check-java $(STAMP) $(DEMO_GRAPH)/store.json   # viz/what_if.ipynb and viz/debugging.ipynb executed on the demo graph and saved with their outputs (commit them)
 	$(BIN)/python scripts/notebook.py
+	$(BIN)/python scripts/notebook.py viz/debugging.ipynb
+
+pictures: $(STAMP) $(DEMO_GRAPH)/store.json   # docs/images/*.png: drawings of the demo graph, screenshots by headless Chromium (commit them)
+	$(BIN)/python scripts/pictures.py
 
 help:   # the targets and what they do
 	@grep -E '^[a-z][a-z-]*:.*# ' Makefile | sed -E 's/^([a-z-]+):[^#]*# */  make \1\t/'

@@ -1,7 +1,9 @@
 """How long a crash report takes: the car dealership with a black box that raises on one car.
 
-A variant of the car dealership gives ``dealer1`` a value-level black box, ``appraise``, that
-every car of its lot goes through (it returns the car's model) and that raises on one car. Each
+The car dealership's crash variant (``--param faultyCar=D1C000017``, workflows/car_dealership.py)
+gives ``dealer1`` a value-level black box, ``appraise``, that every car of its lot goes through (it
+returns the car's model) and that raises on that car; a car id past the lot's last car makes
+every car pass (:func:`passing`). Each
 round runs execution 1 of two fresh eager stores, interleaved: with ``appraise`` passing every
 car (the execution's own time), and raising on the chosen car (the time until ``run`` raises
 :class:`~lipspark.errors.ExecutionFailed` with its report, culprit search included). Reported:
@@ -15,7 +17,6 @@ Usage: ``python benchmarks/culprits.py [--numCars 20000] [--rounds 5]``
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
@@ -27,42 +28,18 @@ from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from lipspark import black_box, get_spark  # noqa: E402
+from lipspark import get_spark  # noqa: E402
 from lipspark.errors import ExecutionFailed  # noqa: E402
-from lipspark.workflow import Workflow, WorkflowDefinition, load_definition, run  # noqa: E402
+from lipspark.workflow import load_definition, run  # noqa: E402
+
+DEALERS = 4  # workflows/car_dealership.py: the cars of a lot are D<k>C000000 … up to numCars // DEALERS
 
 BAD = "D1C000017"
 
 
-def appraise_factory(bad: str | None) -> Any:
-    from pyspark.sql import types as T
-
-    def appraise(car: str, model: str) -> str:
-        if car == bad:
-            raise ValueError(f"cannot appraise car {car}")
-        return model
-
-    return black_box(appraise, returnType=T.StringType(), name="appraise")
-
-
-def variant(definition: WorkflowDefinition, bad: str | None) -> WorkflowDefinition:
-    """The car dealership whose dealer1 appraises every car of its lot first (raising on ``bad``)."""
-    appraise = appraise_factory(bad)
-
-    def build(params: dict[str, Any]) -> Workflow:
-        wf = definition.build(params)
-        dealer = wf.modules["dealer1"]
-        logic = dealer.logic
-        assert logic is not None
-
-        def appraised(Requests: Any, Cars: Any, SoldCars: Any, InventoryBids: Any) -> Any:
-            cars = Cars.select("CarId", appraise("CarId", "Model").alias("Model"))
-            return logic(Requests=Requests, Cars=cars, SoldCars=SoldCars, InventoryBids=InventoryBids)
-
-        wf.modules["dealer1"] = dataclasses.replace(dealer, logic=appraised)
-        return wf
-
-    return dataclasses.replace(definition, build=build)
+def passing(num_cars: int) -> str:
+    """A car id of dealer1 past the last car of its lot: ``appraise`` sees every car and none raises."""
+    return f"D1C{num_cars // DEALERS:06d}"
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -71,7 +48,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "culprits.json"))
     args = ap.parse_args(argv)
-    base = load_definition(os.path.join(os.path.dirname(__file__), "..", "workflows", "car_dealership.py"))
+    cars = load_definition(os.path.join(os.path.dirname(__file__), "..", "workflows", "car_dealership.py"))
     params = {"numCars": args.numCars, "numExec": 1, "acceptance": 0.0, "seed": 0}
     spark = get_spark(app_name="lipspark-bench-culprits")
     spark.sparkContext.setLogLevel("OFF")  # the failing runs fail on purpose
@@ -85,7 +62,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 d = os.path.join(root, f"{mode}-{i}")
                 t0 = time.perf_counter()
                 try:
-                    run(variant(base, None if mode == "ok" else BAD), graph_dir=d, spark=spark, params=params, count_graph=False)
+                    run(cars, graph_dir=d, spark=spark, count_graph=False,
+                        params={**params, "faultyCar": passing(args.numCars) if mode == "ok" else BAD})
                     assert mode == "ok", "the failing variant did not fail"
                 except ExecutionFailed as err:
                     assert mode == "failing", f"the passing variant failed: {err}"

@@ -1,13 +1,16 @@
-"""``make notebook``: execute the what-if notebook and save it with its outputs.
+"""``make notebook``: execute a notebook of ``viz/`` and save it with its outputs.
 
-The notebook (``viz/what_if.ipynb``) reads the graph ``make demo`` writes; it is committed with
-its outputs so that a forge or nbviewer shows its answers and pictures. This script executes it
+The notebooks (``viz/what_if.ipynb``; ``viz/debugging.ipynb``, which also runs the car
+dealership's crash variant into a temporary store) read the graph ``make demo`` writes; they are
+committed with their outputs so that a forge or nbviewer shows their answers and pictures. This
+script executes one
 from top to bottom (nbclient, the ``python3`` kernel of this environment), keeps only what a
 fresh run reproduces (no timings, no interpreter version), refuses outputs that name this
 machine's paths, and writes it back. ``tests/viz/test_notebook.py`` executes it again and
 compares with :func:`comparable`.
 
     python scripts/notebook.py                      # viz/what_if.ipynb on graphs/car_dealership-demo
+    python scripts/notebook.py viz/debugging.ipynb  # the debugging notebook
     python scripts/notebook.py --graph DIR --out F  # another graph, another file
 """
 from __future__ import annotations
@@ -107,7 +110,7 @@ def comparable(nb: Any) -> list[list[Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Execute the what-if notebook and save it with its outputs.")
+    ap = argparse.ArgumentParser(description="Execute a notebook of viz/ (default: the what-if notebook) and save it with its outputs.")
     ap.add_argument("notebook", nargs="?", default=NOTEBOOK)
     ap.add_argument("--graph", default=DEMO_GRAPH, help="the demo graph (default: graphs/car_dealership-demo; make demo writes it)")
     ap.add_argument("--out", default=None, help="where to save it (default: over the notebook)")

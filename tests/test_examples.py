@@ -11,6 +11,10 @@ Conventions, for whoever writes a document:
 * ``<!-- not run: REASON -->`` on the line before a block leaves it out. It is for what cannot run
   here (a cluster URL, the test suite itself), and each use must also be listed in
   :data:`NOT_RUN`, or the fast test fails.
+* ``<!-- exit status N -->`` on the line before an ``sh`` block: each of its commands must exit
+  with status ``N`` (a run that fails on purpose, to show its crash report), and what they print
+  on stderr — where a failing run reports — is compared with the ``output`` block too, after
+  what they print on stdout (less the JVM's start-up line, ``WARNING: Using incubator modules``).
 * The blocks of one document run in order in one fresh working directory holding copies of
   ``workflows/``, ``queries/`` and the demo graph as ``graphs/car_dealership-demo``: a block may
   use what an earlier block of its document wrote. Commands run with bash, with this checkout's
@@ -54,6 +58,9 @@ NOT_RUN = {
 }
 _FENCE = re.compile(r"^(`{3,})\s*([^`\s]*)\s*$")
 _NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->$")
+_STATUS = re.compile(r"^<!--\s*exit status (\d+)\s*-->$")
+#: The JVM's own line on start-up (Spark 4 asks for the vector module); not an example's output.
+_JVM_NOTE = re.compile(r"^WARNING: Using incubator modules: [\w., ]+\n?", re.MULTILINE)
 _GRAPH_PATH = re.compile(r"\bgraphs/[A-Za-z0-9_.-]*[A-Za-z0-9_]")
 
 
@@ -68,6 +75,7 @@ class Block:
     text: str
     not_run: str | None = None
     output: str | None = None
+    status: int = 0  # the exit status its commands must end with (``<!-- exit status N -->``)
 
     @property
     def where(self) -> str:
@@ -99,8 +107,9 @@ def blocks(doc: str, text: str | None = None) -> list[Block]:
             raise AssertionError(f"{doc}:{start + 1}: the block opened here is not closed")
         i += 1
         before = next((lines[k].strip() for k in range(start - 1, -1, -1) if lines[k].strip()), "")
-        marker = _NOT_RUN.match(before)
-        block = Block(doc, start + 1, kind, "\n".join(body) + "\n", marker.group(1) if marker else None)
+        marker, status = _NOT_RUN.match(before), _STATUS.match(before)
+        block = Block(doc, start + 1, kind, "\n".join(body) + "\n", marker.group(1) if marker else None,
+                      status=int(status.group(1)) if status else 0)
         if kind == "output":
             previous = found[-1] if found else None
             adjacent = previous is not None and not "".join(lines[closed:start]).strip()
@@ -317,6 +326,7 @@ def test_every_block_says_what_it_is(doc):
     found = blocks(doc)
     assert not untagged(found), f"blocks without a known info string ({', '.join(KINDS)}): {untagged(found)}"
     assert all(b.kind in RUN for b in found if b.not_run is not None), "a not-run marker before a block that never runs"
+    assert all(b.kind == "sh" for b in found if b.status), "an exit status marker before a block that is not an sh block"
     left_out = [(b.text.splitlines()[0], b.not_run) for b in found if b.not_run is not None]
     listed = NOT_RUN.get(doc, [])
     assert len(left_out) == len(listed) and all(
@@ -400,6 +410,24 @@ def test_collector_reads_blocks_markers_and_outputs():
     assert (txt.kind, txt.output) == ("text", None)
 
 
+def test_a_block_that_fails_on_purpose_says_its_exit_status_and_shows_its_stderr(tmp_path):
+    """``<!-- exit status 1 -->``: the command must fail with that status, and its stderr (less
+    the JVM's start-up line) is compared with the output shown; any other status fails it."""
+    text = ("<!-- exit status 1 -->\n```sh\necho out; echo 'WARNING: Using incubator modules: jdk.incubator.vector' >&2; "
+            "echo report >&2; exit 1\n```\n\n```output\nout\nreport\n```\n")
+    (sh,) = blocks("x.md", text)
+    assert (sh.status, sh.output) == (1, "out\nreport\n")
+    runner = Runner(str(tmp_path), str(tmp_path / "scratch"))
+    assert runner.block(sh) == []
+    for body, why in (("echo out; echo report >&2; exit 0", "exit status 0 (expected 1)"),
+                      ("echo out; echo other >&2; exit 1", "prints something else"),
+                      ("echo out; echo report >&2; exit 2", "exit status 2 (expected 1)")):
+        (wrong,) = blocks("x.md", text.replace(sh.text.strip(), body))
+        assert why in "".join(runner.block(wrong)), body
+    (plain,) = blocks("x.md", "```sh\necho out; echo report >&2; exit 1\n```\n")
+    assert plain.status == 0 and "exit status 1:" in "".join(runner.block(plain))
+
+
 # ---- running the examples (slow: make test-slow) ---------------------------------------------
 
 
@@ -422,12 +450,14 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""), "PYSPARK_PYTHON": sys.executable}
 
 
-def _failed(proc: subprocess.CompletedProcess) -> str | None:
-    """Why a finished example failed: a non-zero exit or a traceback (the last lines of its stderr)."""
-    if proc.returncode == 0 and "Traceback (most recent call last)" not in proc.stdout + proc.stderr:
+def _failed(proc: subprocess.CompletedProcess, status: int = 0) -> str | None:
+    """Why a finished example failed: an exit status other than ``status`` (0 unless the block
+    says otherwise) or a traceback (the last lines of its stderr)."""
+    if proc.returncode == status and "Traceback (most recent call last)" not in proc.stdout + proc.stderr:
         return None
     tail = "\n    ".join((proc.stderr or proc.stdout).strip().splitlines()[-8:])
-    return f"exit status {proc.returncode}:\n    {tail}"
+    expected = f" (expected {status})" if status else ""
+    return f"exit status {proc.returncode}{expected}:\n    {tail}"
 
 
 def _differs(shown: str, printed: str) -> str | None:
@@ -448,13 +478,15 @@ class Runner:
         self.session: Any = None
         self.timings: list[tuple[str, float]] = []
 
-    def sh(self, where: str, cmd: str) -> tuple[str | None, str]:
+    def sh(self, where: str, cmd: str, status: int = 0) -> tuple[str | None, str]:
+        """Run one command; ``status``: the exit status it must end with (not 0: what it prints
+        on stderr is its output too, after stdout)."""
         t = time.perf_counter()
         # no input but what the command gives itself (`lipspark shell G < FILE`): never the terminal's
         proc = subprocess.run(["bash", "-c", cmd], cwd=self.wd, env=self.env, capture_output=True, text=True, timeout=1800,
                               stdin=subprocess.DEVNULL)
         self.timings.append((where, time.perf_counter() - t))
-        return _failed(proc), proc.stdout
+        return _failed(proc, status), proc.stdout + (_JVM_NOTE.sub("", proc.stderr) if status else "")
 
     def python(self, block: Block) -> tuple[str | None, str]:
         # the file has the document's name and the block at its own lines: tracebacks point into the document
@@ -492,7 +524,7 @@ class Runner:
         elif block.kind == "lq":
             results = [(block.where, *self.query(block.where, block.text))]
         else:
-            results = [(f"{block.doc}:{line}", *self.sh(f"{block.doc}:{line}", cmd)) for line, cmd in commands(block)]
+            results = [(f"{block.doc}:{line}", *self.sh(f"{block.doc}:{line}", cmd, block.status)) for line, cmd in commands(block)]
         problems = [f"{where}: {why}" for where, why, _ in results if why]
         if not problems and block.output is not None:
             why = _differs(block.output, "".join(out for _, _, out in results))

@@ -17,17 +17,26 @@ than 6% under it needs a manager's approval (both warn); ``agg`` picks one best 
 Parameters (``lipspark run workflows/car_dealership.py --param numCars=2000``): ``numCars``
 (cars over all dealers, each one of 12 German models), ``numExec``, ``seed`` (the buyer's
 model, reserve price and decisions), ``acceptance`` (probability the buyer accepts a bid at or
-under the reserve price).
+under the reserve price), ``faultyCar`` (below).
+
+A crash to debug (docs/debugging.md, "Crash culprits"): ``--param faultyCar=D1C000017`` makes the
+dealer whose lot the car is on (dealer ``k`` for ``DkC…``) first pass every car of its lot through
+a value-level black box, ``appraise``, which returns the car's model and raises on that car: the
+run fails in that dealer's first invocation. A car id of that form that is on no lot (past the
+last car: ``D1C999999``) makes the dealer appraise every car and none raise. Without it (the
+default) the workflow is the one above, node for node.
 """
 from __future__ import annotations
 
 import random
+import re
 from typing import Any
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from lipspark import black_box, cogroup
+from lipspark.errors import WorkflowError
 from lipspark.workflow import Check, Module, Workflow, WorkflowDefinition
 
 DEALERS = 4
@@ -68,6 +77,35 @@ def calc_bid(requests: list[Any], num_cars: list[Any], num_sold: list[Any], prev
 CALC_BID = black_box(calc_bid, returnType=T.DoubleType(), name="calcBid")
 
 
+def appraiser(faulty_car: str) -> Any:
+    """The value-level black box ``appraise(CarId, Model)``: the car's model, raising on ``faulty_car``.
+
+    >>> appraiser("D1C000017").fn("D1C000016", "VW Golf")
+    'VW Golf'
+    """
+    def appraise(car: str, model: str) -> str:
+        if car == faulty_car:
+            raise ValueError(f"cannot appraise car {car}")
+        return model
+
+    return black_box(appraise, returnType=T.StringType(), name="appraise")
+
+
+def faulty_dealer(faulty_car: str | None) -> int | None:
+    """The dealer whose lot holds ``faulty_car`` (``D3C000042`` → 3); None without one.
+
+    >>> faulty_dealer("D3C000042"), faulty_dealer(None), faulty_dealer("")
+    (3, None, None)
+    """
+    if not faulty_car:
+        return None
+    m = re.fullmatch(r"D(\d+)C\d+", faulty_car)
+    if m is None or not 1 <= int(m.group(1)) <= DEALERS:
+        raise WorkflowError(f"parameter 'faultyCar' expects a car id D<dealer 1-{DEALERS}>C<number> (as D1C000017), "
+                            f"found {faulty_car!r}; pass one of the cars on a dealer's lot")
+    return int(m.group(1))
+
+
 def request_logic(Requests):
     return {"BidRequests": Requests}
 
@@ -83,8 +121,13 @@ def list_price():
     return F.element_at(F.create_map(*[x for m, p in MODELS.items() for x in (F.lit(m), F.lit(p))]), F.col("Model"))
 
 
-def make_dealer(k: int) -> Module:
+def make_dealer(k: int, faulty_car: str | None = None) -> Module:
+    """Dealer ``k``; with ``faulty_car`` it appraises every car of its lot first (:func:`appraiser`)."""
+    appraise = appraiser(faulty_car) if faulty_car else None
+
     def dealer_logic(Requests, Cars, SoldCars, InventoryBids):
+        if appraise is not None:  # the crash variant (faultyCar): every car of the lot goes through appraise
+            Cars = Cars.select("CarId", appraise("CarId", "Model").alias("Model"))
         # ---- bid phase (the paper's Q_state for bid requests)
         bid_req = Requests.filter(F.col("Kind") == "bid").select("UserId", "BidId", "Model")
         req_model = bid_req.select("Model")
@@ -162,13 +205,15 @@ def car_logic(**sold):
 
 
 def build(params: dict[str, Any]) -> Workflow:
+    car = params.get("faultyCar")
+    faulty = faulty_dealer(car)
     modules = [
         Module("request", inputs={"Requests": "UserId string, BidId string, Model string"},
                outputs={"BidRequests": "UserId string, BidId string, Model string"},
                keys={"Requests": ["BidId"]}, logic=request_logic),
         Module("and", inputs={"BidRequests": "UserId string, BidId string, Model string"},
                outputs={"Requests": REQUEST}, logic=and_logic),
-        *[make_dealer(k) for k in range(1, DEALERS + 1)],
+        *[make_dealer(k, car if k == faulty else None) for k in range(1, DEALERS + 1)],
         Module("agg", inputs={f"Bids{k}": BID for k in range(1, DEALERS + 1)}, outputs={"BestBid": BID}, logic=agg_logic,
                checks=[Check("BestBid", "one best bid per request", "count(DISTINCT BidId) = count(*)", on="table", level="fail")]),
         Module("choice", inputs={"Choice": CHOICE}, outputs={"Decision": CHOICE}, keys={"Choice": ["UserId"]}, logic=choice_logic),
@@ -226,6 +271,6 @@ DEFINITION = WorkflowDefinition(
     build=build,
     initial_state=initial_state,
     inputs=inputs,
-    params={"numCars": 20000, "numExec": 10, "seed": 0, "acceptance": 0.5},
+    params={"numCars": 20000, "numExec": 10, "seed": 0, "acceptance": 0.5, "faultyCar": None},
     stop=bought,
 )

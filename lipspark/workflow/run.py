@@ -257,8 +257,10 @@ def _check_continues(store: Store, definition: WorkflowDefinition, graph_dir: st
         raise StoreError(f"{graph_dir} was run with provenance {'on' if store.meta['provenance'] else 'off'}; continue it the same way or use another --graph")
     if provenance and store.capture != capture:
         raise StoreError(f"{graph_dir} was run with --capture {store.capture}; continue it the same way or use another --graph")
-    if store.meta["params"] != params:
-        changed = sorted(k for k in params if store.meta["params"].get(k) != params[k])
+    # a parameter the definition gained after the store was made counts as its default there
+    stored = {**{k: v for k, v in definition.params.items() if k not in store.meta["params"]}, **store.meta["params"]}
+    if stored != params:
+        changed = sorted(k for k in params if stored.get(k) != params[k])
         raise StoreError(f"{graph_dir} was created with other parameters ({', '.join(changed)}); continue it with the same ones or use another --graph")
 
 
