@@ -46,7 +46,6 @@ from lipspark.vocabulary.tokens import key_violation
 from lipspark.workflow.verdicts import Target, evaluate
 from lipspark.workflow.module import Module, Relation
 from lipspark.vocabulary.checks import CHECKS_FILE, CHECKS_FORMAT, CHECKS_VERSION, CheckResult
-from lipspark.workflow.layouts import BASE, Probe, Probed
 from lipspark.workflow.numbering import Block, blocks, initial_segments
 from lipspark.workflow.relations import (
     StoredRelation,
@@ -112,10 +111,6 @@ class Executor:
         self._targets: list[Target] = []
         #: the verdicts of the last execution's checks (lipspark.workflow.checks)
         self.check_results: list[CheckResult] = []
-        #: a deferred run probes the layouts of what it writes (lipspark.workflow.layouts)
-        self.probe = Probe(spark, store.executions) if provenance and store.capture == "deferred" else None
-        #: this execution's probed layouts: node → what it read and wrote
-        self._layouts: dict[str, dict[str, dict[str, Probed]]] = {}
 
     # ------------------------------------------------------------------ relations on disk
     def _writer(self, df: Any, rel_dir: str) -> tuple[Callable[[], None], Any]:
@@ -246,9 +241,6 @@ class Executor:
             self.builder.skip_to(max([first, *(b.end for b in self._blocks.values())]))
             record = {"inputs": _json(stored_inputs), "state": _json(state), "outputs": _json(outputs),
                       "segments": [first, self.builder.next_segment]}
-            if self.probe is not None:
-                record["layouts"] = {node: {k: {r: p.to_json() for r, p in v.items()} for k, v in rec.items()}
-                                     for node, rec in self._layouts.items()}
             if verify is not None:
                 verify(record)
             self.store.commit(n, record, self.builder.next_segment)
@@ -329,7 +321,6 @@ class Executor:
         state = {m: {r: descriptor(d) for r, d in rels.items()} for m, rels in self.store.current_state().items()}
         stored_inputs: _Relations = {}
         outputs: _Relations = {}
-        self._layouts = {}
         for node_id in self.workflow.topological_order():
             inv = self._current = self._invocation(n, node_id)
             frames = self._module_inputs(inv, inputs, outputs, stored_inputs)
@@ -337,41 +328,9 @@ class Executor:
             result = self._call(inv, frames)
             outputs[node_id], new_state = self._store_results(inv, result)
             state[inv.module.name].update(new_state)
-            if self.probe is not None:
-                self._probe_layouts(inv, result)
             if on_invocation:
                 on_invocation(node_id)
         return stored_inputs, state, outputs
-
-    def _probe_layouts(self, inv: _Invocation, result: dict[str, Any]) -> None:
-        """Deferred capture: the layouts the invocation read and (probed) wrote, recorded for a
-        replay of it alone (:mod:`lipspark.workflow.layouts`)."""
-        assert self.probe is not None
-        reads: dict[str, Probed] = {}
-        module = inv.module
-        if not self.workflow.nodes[inv.node].input:
-            for e in self.workflow.inputs_of(inv.node):
-                for rname in e.relations:
-                    reads[rname] = self._layouts[e.src]["writes"][rname]
-        for rname in module.inputs:
-            reads.setdefault(rname, BASE)  # a workflow input, or a missing one (empty)
-        for rname in module.state:
-            reads[rname] = self._state_layout(module.name, rname)
-        written = [*module.outputs, *[r for r in module.state if r in result]]
-        context = Context(module.name, inv.node, inv.execution, inv.inv_id)
-        self._layouts[inv.node] = {"reads": reads, "writes": self.probe.writes(inv.node, module, reads, written, context, inv.block.ordinal)}
-
-    def _state_layout(self, module: str, rname: str) -> Probed:
-        """The layout of a module's state relation as the invocations so far left it."""
-        for rec in reversed(list(self._layouts.items())):
-            node, layouts = rec
-            if self.workflow.nodes[node].module == module and rname in layouts["writes"]:
-                return layouts["writes"][rname]
-        for e in reversed(self.store.executions):
-            for node, layouts in reversed(list((e.get("layouts") or {}).items())):
-                if self.workflow.nodes[node].module == module and rname in layouts.get("writes", {}):
-                    return Probed.from_json(layouts["writes"][rname])
-        return BASE
 
     def _invocation(self, n: int, node_id: str) -> _Invocation:
         """Start an invocation: its segment, its node and, with provenance, its own tracker."""

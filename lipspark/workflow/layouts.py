@@ -3,16 +3,19 @@
 A consumer of a stored relation builds its input v-nodes from which of the relation's columns
 carry them (:class:`~lipspark.capture.layout.Layout`: ``values``, nested ``bags``, and ``k``
 factors), and, since boundary v-nodes are one per row (docs/design.md, "Deferred capture"), from
-nothing else of its producer's provenance. A deferred run writes no provenance, so it *probes*
-each invocation for that layout: it runs the module's code once more on empty annotated frames
+nothing else of its producer's provenance. A deferred run writes no provenance, so a replay
+*probes* each invocation for that layout: it runs the module's code on empty annotated frames
 of its inputs' layouts — planning only, over no rows — and reads the layouts of what it returns.
 A layout follows from module code and the layouts it reads, not from data, so an invocation
-whose inputs have the layouts of an earlier probe of its node reuses that probe's answer; after
-the state's layouts settle (an execution or two) a deferred run probes nothing.
+whose inputs have the layouts of an earlier probe of its node reuses that probe's answer: after
+the state's layouts settle (an execution or two) the probes repeat, and a store of any number of
+executions costs a probe per node and distinct input layouts (the car dealership: about twenty).
 
-The layouts are kept in each execution's record (``layouts``: node → what it read and wrote),
-and a replay of one invocation reads its inputs with them and checks that the replay's own
-layouts agree (a module whose layout depends on its data cannot have its provenance deferred).
+Probing is not on the run's path (a deferred run costs what a plain one does): the first replay
+of an invocation probes the store's executions up to its own (:func:`store_layouts`) and keeps
+the probes in ``replays/layouts.json``, derived and rebuilt when missing or unreadable. The
+replay checks that its own layouts agree (a module whose layout depends on its data cannot
+have its provenance deferred).
 
 >>> Probed.from_json({"values": ["b", "a"], "bags": [], "k": 2}).to_json()
 {'values': ['a', 'b'], 'bags': [], 'k': 2}
@@ -27,7 +30,14 @@ from lipspark.errors import WorkflowError
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.capture.layout import Layout
 
-__all__ = ["Probed", "BASE", "signature", "Probe"]
+__all__ = ["Probed", "BASE", "signature", "Probe", "store_layouts", "LAYOUTS_FILE", "REPLAYS_DIR"]
+
+#: where a deferred store keeps its probes (under REPLAYS_DIR)
+LAYOUTS_FILE = "layouts.json"
+#: the directory of a deferred store that per-invocation replays keep their work in
+REPLAYS_DIR = "replays"
+_FORMAT = "lipspark-layouts"
+_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -66,18 +76,19 @@ def signature(reads: Mapping[str, Probed]) -> str:
 class Probe:
     """Layouts of the relations invocations write, probed once per node and input layouts.
 
-    ``known`` seeds it with the layouts earlier executions recorded (``execution["layouts"]``).
+    ``memo`` seeds it with earlier probes (as :meth:`to_json` gives them).
     """
 
-    def __init__(self, spark: Any, executions: Sequence[Mapping[str, Any]] = ()) -> None:
+    def __init__(self, spark: Any, memo: Sequence[Sequence[Any]] = ()) -> None:
         self.spark = spark
         self._memo: dict[tuple[str, str], dict[str, Probed]] = {}
         #: how many invocations were probed (a benchmark reports it)
         self.probes = 0
-        for e in executions:
-            for node, rec in (e.get("layouts") or {}).items():
-                reads = {r: Probed.from_json(d) for r, d in rec.get("reads", {}).items()}
-                self._memo[(node, signature(reads))] = {r: Probed.from_json(d) for r, d in rec.get("writes", {}).items()}
+        for node, sig, writes in memo:
+            self._memo[(str(node), str(sig))] = {r: Probed.from_json(d) for r, d in writes.items()}
+
+    def to_json(self) -> list[list[Any]]:
+        return [[node, sig, {r: p.to_json() for r, p in w.items()}] for (node, sig), w in sorted(self._memo.items())]
 
     def writes(self, node: str, module: Any, reads: Mapping[str, Probed], written: list[str], context: Any, ordinal: int) -> dict[str, Probed]:
         """The layouts of ``written`` when ``node`` (of ``module``) reads relations of layouts ``reads``."""
@@ -117,3 +128,57 @@ class Probe:
             return out
         finally:
             tracker.release()
+
+
+def store_layouts(store: Any, workflow: Any, spark: Any, upto: int) -> list[dict[str, dict[str, dict[str, Probed]]]]:
+    """What each node of executions 1..``upto`` of a deferred store read and wrote, as layouts
+    (``[execution - 1][node]["reads" | "writes"][relation]``), probing what the store's
+    ``replays/layouts.json`` does not already hold and keeping it there."""
+    import json
+    import os
+
+    from lipspark.vocabulary import Context
+    from lipspark.workflow.numbering import blocks
+
+    path = os.path.join(store.root, REPLAYS_DIR, LAYOUTS_FILE)
+    memo: list[Any] = []
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+        if doc.get("format") == _FORMAT and doc.get("version") == _VERSION and doc.get("workflow") == store.meta["workflow"]:
+            memo = doc["probes"]
+    except (OSError, ValueError, KeyError, TypeError):
+        memo = []  # derived: probed again
+    probe = Probe(spark, memo)
+    order = workflow.topological_order()
+    state = {(m, r): BASE for m, module in workflow.modules.items() for r in module.state}
+    out: list[dict[str, dict[str, dict[str, Probed]]]] = []
+    for e in range(1, upto + 1):
+        rec = store.executions[e - 1]
+        blks = blocks(workflow, e, rec["segments"][0])
+        lay: dict[str, dict[str, dict[str, Probed]]] = {}
+        for node in order:
+            module = workflow.modules[workflow.nodes[node].module]
+            reads: dict[str, Probed] = {}
+            if not workflow.nodes[node].input:
+                for edge in workflow.inputs_of(node):
+                    for r in edge.relations:
+                        reads[r] = lay[edge.src]["writes"][r]
+            for r in module.inputs:
+                reads.setdefault(r, BASE)  # a workflow input, or one no edge brings (empty)
+            for r in module.state:
+                reads[r] = state[(module.name, r)]
+            returned = [r for r in module.state if os.path.isdir(store.resolve(f"{store.final_dir(e)}/state/{node}/{r}"))]
+            context = Context(module.name, node, e, None)
+            writes = probe.writes(node, module, reads, [*module.outputs, *returned], context, blks[node].ordinal)
+            for r in returned:
+                state[(module.name, r)] = writes[r]
+            lay[node] = {"reads": reads, "writes": writes}
+        out.append(lay)
+    if probe.probes:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as fh:
+            json.dump({"format": _FORMAT, "version": _VERSION, "workflow": store.meta["workflow"], "probes": probe.to_json()}, fh)
+        os.replace(tmp, path)  # atomic: a reader sees the old file or the new one
+    return out

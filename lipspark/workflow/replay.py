@@ -2,7 +2,7 @@
 
 An invocation's node ids depend only on its place in the workflow
 (:mod:`lipspark.workflow.numbering`), its input v-nodes only on which columns of what it reads
-carry them — probed and recorded by the deferred run (:mod:`lipspark.workflow.layouts`) — and
+carry them — probed by running module code on empty frames (:mod:`lipspark.workflow.layouts`) — and
 its rows' positions only on the data (a deferred run writes each relation sorted as an eager
 run does). So the invocation can be re-run with provenance from the files the deferred run
 stored, without replaying any other invocation, and records the segments an eager run of the
@@ -10,14 +10,14 @@ same inputs recorded for it: same ids, same nodes, same edges.
 
 :func:`replay_invocation` does that, writes what the invocation writes (with its provenance
 columns) under a directory of the caller's, and checks it before returning: each relation it
-wrote must equal, as a multiset, the one the deferred run stored, and have the layout the
-deferred run probed; otherwise it raises :class:`~lipspark.errors.StoreError` naming the module
-and relation. It is the building block of replay on demand; which invocations a query needs,
+wrote must equal, as a multiset, the one the deferred run stored, and have the probed layout;
+otherwise it raises :class:`~lipspark.errors.StoreError` naming the module and relation. It is the building block of replay on demand; which invocations a query needs,
 and where their graphs are kept, are the query layer's (docs/design.md, "Deferred capture").
 """
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from lipspark.errors import StoreError
 from lipspark.store import Store
 from lipspark.vocabulary import PScheme, RelationDescriptor, Segment
 from lipspark.workflow.execution import Executor
-from lipspark.workflow.layouts import Probed
+from lipspark.workflow.layouts import Probed, store_layouts
 from lipspark.workflow.numbering import blocks, initial_segments
 from lipspark.workflow.relations import descriptor, relation_frame
 
@@ -48,8 +48,9 @@ class Replayed:
 def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: Any, workflow: Any = None) -> Replayed:
     """Re-run node ``node`` of execution ``n`` of the deferred ``store`` with provenance.
 
-    ``target``: an absent directory the invocation's relations are written under. ``workflow``:
-    the store's workflow (default: built again from the definition file the store records).
+    ``target``: an absent directory the invocation's relations are written under (removed again
+    if the replay fails). ``workflow``: the store's workflow (default: built again from the
+    definition file the store records).
     """
     from lipspark.workflow.materialize import _fingerprints, _replayable_definition
 
@@ -62,17 +63,34 @@ def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: An
     rec = store.executions[n - 1]
     if node not in workflow.nodes:
         raise StoreError(f"workflow {store.meta['workflow']!r} has no node {node!r}; its nodes: {', '.join(workflow.nodes)}")
-    if "layouts" not in rec:
-        raise StoreError(f"execution {n} of the store at {store.root} was run before deferred runs recorded layouts; "
-                         "replay the whole store with `lipspark materialize`")
+    if os.path.exists(target):
+        raise StoreError(f"{target} exists; a replay writes the invocation's relations into a new directory")
     ex = _Replayer(spark, workflow, store, target)
+    try:
+        layouts = store_layouts(store, workflow, spark, n)
+        return _replay(ex, store, workflow, layouts, n, node, spark)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
+    finally:
+        ex._release()
+
+
+def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, dict[str, dict[str, Probed]]]], n: int, node: str,
+            spark: Any) -> Replayed:
+    """The replay itself (:func:`replay_invocation` checked its arguments); ``every``: the
+    layouts of executions 1..n."""
+    from lipspark.workflow.materialize import _fingerprints
+
+    rec = store.executions[n - 1]
+
     ex.builder = GraphBuilder(rec["segments"][0])
     ex._blocks = blocks(workflow, n, rec["segments"][0])
     inv = ex._invocation(n, node)
     assert inv.tracker is not None
     module = inv.module
     frames: dict[str, Any] = {}
-    layouts = rec["layouts"]
+    layouts = every[n - 1]
     if workflow.nodes[node].input:
         for rname in module.inputs:
             rel_dir = rec["inputs"][node][rname]["dir"]
@@ -83,17 +101,17 @@ def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: An
         for e in workflow.inputs_of(node):
             blk = ex._blocks[e.src]
             for rname in e.relations:
-                p = Probed.from_json(layouts[e.src]["writes"][rname])
+                p = layouts[e.src]["writes"][rname]
                 d = descriptor(rec["outputs"][e.src][rname])
                 desc = RelationDescriptor(d.dir, d.files, {c: blk.write_value(rname, c) for c in p.values}, p.bags,
                                           PScheme("output", blk.write(rname), p.k), every_row=True)
                 frames[rname] = ex._read(inv, module.relation(rname), desc, "i")
         frames.update(ex._missing_inputs(inv))
     for rname in module.state:
-        frames[rname] = ex._read(inv, module.relation(rname), _state_read(store, workflow, n, node, module.name, rname), "s")
+        frames[rname] = ex._read(inv, module.relation(rname), _state_read(store, workflow, every, n, node, module.name, rname), "s")
     result = ex._call(inv, frames)
     outputs, state = ex._store_results(inv, result)
-    # what it wrote must be what the deferred run stored, with the layouts the deferred run probed
+    # what it wrote must be what the deferred run stored, with the probed layouts
     written = [(f"output {r} of {node}", rec["outputs"][node][r], d) for r, d in outputs.items()]
     written += [(f"state {r} of module {module.name}", _written_state(store, n, node, r), d) for r, d in state.items()]
     prints = _fingerprints(spark, [f for _, a, b in written for f in (relation_frame(spark, store, a), _frame(spark, b))])
@@ -105,13 +123,12 @@ def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: An
     probed = layouts[node]["writes"]
     for r in [*outputs, *state]:
         got = Probed.of(result[r].layout)
-        if got != Probed.from_json(probed[r]):
+        if got != probed[r]:
             raise StoreError(f"replaying execution {n}'s invocation of {node}: relation {r!r} has provenance layout {got.to_json()}, "
-                             f"the deferred run probed {probed[r]}: module {module.name!r} decides its layout from its data, so its "
+                             f"its probe on empty frames gave {probed[r].to_json()}: module {module.name!r} decides its layout from its data, so its "
                              "provenance cannot be deferred; run the workflow with --capture eager")
-    segments = ex.builder.collect()
-    ex._release()
-    return Replayed(n, node, segments, outputs, state)
+    assert ex.builder is not None
+    return Replayed(n, node, ex.builder.collect(), outputs, state)
 
 
 def _frame(spark: Any, desc: RelationDescriptor) -> Any:
@@ -123,7 +140,8 @@ def _frame(spark: Any, desc: RelationDescriptor) -> Any:
     return df.select(*[f"`{c}`" for c in df.columns if not is_hidden(c)])
 
 
-def _state_read(store: Store, workflow: Any, n: int, node: str, module: str, rname: str) -> RelationDescriptor:
+def _state_read(store: Store, workflow: Any, every: list[dict[str, dict[str, dict[str, Probed]]]], n: int, node: str, module: str,
+                rname: str) -> RelationDescriptor:
     """The state relation ``rname`` of ``module`` as node ``node`` of execution ``n`` read it,
     described as an eager run describes it: its writer's collapse segment, or the initial
     state's tokens."""
@@ -134,9 +152,9 @@ def _state_read(store: Store, workflow: Any, n: int, node: str, module: str, rna
         rec = store.executions[e - 1]
         nodes = order[: order.index(node)] if e == n else order
         for w in reversed(nodes):
-            if workflow.nodes[w].module != module or rname not in rec["layouts"].get(w, {}).get("writes", {}):
+            if workflow.nodes[w].module != module or rname not in every[e - 1][w]["writes"]:
                 continue
-            p = Probed.from_json(rec["layouts"][w]["writes"][rname])
+            p = every[e - 1][w]["writes"][rname]
             blk = blocks(workflow, e, rec["segments"][0])[w]
             d = _written_state(store, e, w, rname)
             return RelationDescriptor(d.dir, d.files, {c: None for c in p.values}, p.bags, PScheme("collapse", blk.write(rname), p.k),

@@ -13,6 +13,8 @@ from lipspark.store import graph_segments
 from lipspark.vocabulary import BaseSegment, BoundarySegment
 from lipspark.vocabulary.columns import is_hidden
 from lipspark.workflow import Store, run
+from lipspark.workflow.layouts import LAYOUTS_FILE, REPLAYS_DIR, store_layouts
+from lipspark.workflow.materialize import _replayable_definition
 from lipspark.workflow.replay import replay_invocation
 from tests.workflow.test_execution import CARS
 
@@ -43,9 +45,13 @@ def _record(s):
     return s
 
 
-def test_deferred_run_numbers_and_lays_out_as_eager(car_stores):
+def test_deferred_run_numbers_and_lays_out_as_eager(spark, car_stores):
     eager, deferred = car_stores
-    for a, b in zip(eager.executions, deferred.executions):
+    workflow = _replayable_definition(deferred).build(deferred.meta["params"])
+    layouts = store_layouts(deferred, workflow, spark, len(deferred.executions))
+    assert os.path.exists(os.path.join(deferred.root, REPLAYS_DIR, LAYOUTS_FILE))
+    assert store_layouts(deferred, workflow, spark, len(deferred.executions)) == layouts  # read back, not probed again
+    for a, b, lay in zip(eager.executions, deferred.executions, layouts):
         assert a["segments"] == b["segments"]
         # every relation the deferred run wrote has the eager run's rows, in the same positions
         for key in ("inputs", "outputs", "state"):
@@ -58,8 +64,8 @@ def test_deferred_run_numbers_and_lays_out_as_eager(car_stores):
         # the probed layouts are the eager run's
         for owner, rels in a["outputs"].items():
             for r, d in rels.items():
-                probed = b["layouts"][owner]["writes"][r]
-                assert sorted(d["values"]) == probed["values"] and d["bags"] == probed["bags"] and d["p"]["k"] == probed["k"]
+                probed = lay[owner]["writes"][r]
+                assert tuple(sorted(d["values"])) == probed.values and tuple(d["bags"]) == probed.bags and d["p"]["k"] == probed.k
 
 
 def _compare(eager: Store, deferred: Store, rep, n: int, node: str) -> int:
@@ -100,3 +106,27 @@ def test_replay_refuses_what_it_cannot_replay(spark, car_stores, tmp_path):
     with pytest.raises(StoreError, match="has no node 'nope'"):
         replay_invocation(deferred, 1, "nope", str(tmp_path / "x"), spark=spark)
     assert not os.path.exists(tmp_path / "x")
+
+
+def test_a_replay_that_disagrees_with_the_probe_fails_and_leaves_nothing(spark, car_stores, tmp_path):
+    import json
+    import shutil
+
+    _, deferred = car_stores
+    copy = str(tmp_path / "copy")
+    shutil.copytree(deferred.root, copy)
+    store = Store.open(copy)
+    store_layouts(store, _replayable_definition(store).build(store.meta["params"]), spark, 1)
+    path = os.path.join(copy, REPLAYS_DIR, LAYOUTS_FILE)
+    doc = json.load(open(path))
+    for node, _, writes in doc["probes"]:
+        if node == "agg":
+            writes["BestBid"]["values"] = []  # as if its probe had found no v-nodes in BestBid.Amount
+    json.dump(doc, open(path, "w"))
+    target = tmp_path / "out"
+    with pytest.raises(StoreError, match=r"relation 'BestBid' has provenance layout .* decides its layout from its data"):
+        replay_invocation(Store.open(copy), 1, "agg", str(target), spark=spark)
+    assert not target.exists()
+    os.makedirs(target)
+    with pytest.raises(StoreError, match="exists; a replay writes"):
+        replay_invocation(Store.open(copy), 1, "agg", str(target), spark=spark)
