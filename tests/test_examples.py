@@ -61,6 +61,10 @@ _NOT_RUN = re.compile(r"^<!--\s*not run:\s*(.*?)\s*-->$")
 _STATUS = re.compile(r"^<!--\s*exit status (\d+)\s*-->$")
 #: The JVM's own line on start-up (Spark 4 asks for the vector module); not an example's output.
 _JVM_NOTE = re.compile(r"^WARNING: Using incubator modules: [\w., ]+\n?", re.MULTILINE)
+#: What a Spark Python worker writes on the process's stderr when Spark stops it while its task
+#: reads (a task cancelled after another failed): a bare exception name, not the example's output;
+#: it comes or not depending on the race (seen once in the crash walk-through of docs/debugging.md)
+_WORKER_NOTE = re.compile(r"^EOFError\n", re.MULTILINE)
 _GRAPH_PATH = re.compile(r"\bgraphs/[A-Za-z0-9_.-]*[A-Za-z0-9_]")
 
 
@@ -486,7 +490,7 @@ class Runner:
         proc = subprocess.run(["bash", "-c", cmd], cwd=self.wd, env=self.env, capture_output=True, text=True, timeout=1800,
                               stdin=subprocess.DEVNULL)
         self.timings.append((where, time.perf_counter() - t))
-        return _failed(proc, status), proc.stdout + (_JVM_NOTE.sub("", proc.stderr) if status else "")
+        return _failed(proc, status), proc.stdout + (_WORKER_NOTE.sub("", _JVM_NOTE.sub("", proc.stderr)) if status else "")
 
     def python(self, block: Block) -> tuple[str | None, str]:
         # the file has the document's name and the block at its own lines: tracebacks point into the document

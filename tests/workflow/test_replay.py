@@ -20,6 +20,8 @@ from tests.workflow.test_execution import CARS
 
 PARAMS = {"numCars": 160, "numExec": 3, "acceptance": 0.0, "seed": 5}
 
+pytestmark = pytest.mark.slow  # two 3-execution car dealership runs and their replays (CI's slow suite)
+
 
 @pytest.fixture(scope="module")
 def car_stores(spark, tmp_path_factory):
@@ -87,7 +89,7 @@ def _compare(eager: Store, deferred: Store, rep, n: int, node: str) -> int:
     return len(na)
 
 
-@pytest.mark.parametrize("node", ["dealer1_bid", *[pytest.param(n, marks=pytest.mark.slow) for n in ("request", "agg", "xor", "dealer2_buy")]])
+@pytest.mark.parametrize("node", ["request", "dealer1_bid", "agg", "xor", "dealer2_buy"])
 def test_one_invocation_replays_alone_into_its_eager_segments(spark, car_stores, tmp_path, node):
     eager, deferred = car_stores
     workflow_nodes = {s.context.node for s, _ in graph_segments(eager.root)[0] if s.context.execution == 3}
