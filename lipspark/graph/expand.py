@@ -52,7 +52,7 @@ from lipspark.vocabulary import (
     Segment,
     aggregate,
 )
-from lipspark.store.manifest import local_path
+from lipspark.store.manifest import checked_path, local_path
 from lipspark.vocabulary.tokens import token_labels
 from lipspark.vocabulary.ids import MINUEND, SUBTRAHEND, aggregate_ids, file_position, member_ids, member_value_ids, monus_part_ids, positional, tensor_ids
 
@@ -115,14 +115,7 @@ def _read_table(files: Sequence[FileRef], columns: list[str], what: str, root: s
     ``None`` for no files."""
     parts = []
     for i, f in enumerate(files):
-        path = local_path(f.path, root)
-        try:
-            st = os.stat(path)
-        except OSError as err:
-            raise StoreError(f"{what}: its file {path} is gone; the graph refers to it (`lipspark check` lists every damaged file)") from err
-        if not f.unchanged(st, path):
-            raise StoreError(f"{what}: file {path} changed after the graph was captured (its size or checksum differ); "
-                             "`lipspark check` lists every damaged file")
+        path = checked_path(f, what, root)
         try:
             t = pq.read_table(path, columns=columns)
         except Exception as err:  # pyarrow raises several types for a damaged file

@@ -48,7 +48,7 @@ from lipspark.errors import QueryError, StoreError
 from lipspark.graph.expression import polynomial
 from lipspark.graph.index import GraphIndex
 from lipspark.query.text import printable
-from lipspark.store.manifest import local_path, read_manifest
+from lipspark.store.manifest import checked_path, read_manifest
 from lipspark.vocabulary.columns import is_hidden
 from lipspark.vocabulary.ids import file_position, positional
 from lipspark.vocabulary.segments import BoundarySegment, FileRef, RelationDescriptor, Segment
@@ -220,15 +220,7 @@ class EdgeReader:
 
     # ------------------------------------------------------------------ reading the files
     def _path(self, f: FileRef, what: str) -> str:
-        path = local_path(f.path, self._root)
-        try:
-            st = os.stat(path)
-        except OSError as err:
-            raise StoreError(f"{what}: its file {path} is gone; the graph refers to it (`lipspark check` lists every damaged file)") from err
-        if not f.unchanged(st, path):
-            raise StoreError(f"{what}: file {path} changed after the graph was captured (its size or checksum differ); "
-                             "`lipspark check` lists every damaged file")
-        return path
+        return checked_path(f, what, self._root)
 
     def count(self, desc: RelationDescriptor, what: str = "a relation") -> int:
         """Rows of a stored relation, from its files' Parquet footers (no data is read)."""

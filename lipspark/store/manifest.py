@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from lipspark.errors import StoreError
-from lipspark.vocabulary.segments import READABLE_VERSIONS, Segment
+from lipspark.vocabulary.segments import READABLE_VERSIONS, FileRef, Segment
 
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow as pa
 
-__all__ = ["read_json", "read_manifest", "read_segments", "TableReader", "local_path"]
+__all__ = ["read_json", "read_manifest", "read_segments", "TableReader", "local_path", "checked_path"]
 
 
 def local_path(path: str, root: str | None) -> str:
@@ -154,3 +154,17 @@ def read_segments(path: str, manifest: dict[str, Any]) -> list[tuple[Segment, di
             tables[name] = _empty_schema().empty_table() if table is None else table
         out.append((segment, tables))
     return out
+
+
+def checked_path(f: FileRef, what: str, root: str | None) -> str:
+    """The local path of a stored file the graph refers to, refused in one line (naming
+    ``what``) when it is gone or changed since the graph was captured."""
+    path = local_path(f.path, root)
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        raise StoreError(f"{what}: its file {path} is gone; the graph refers to it (`lipspark check` lists every damaged file)") from err
+    if not f.unchanged(st, path):
+        raise StoreError(f"{what}: file {path} changed after the graph was captured (its size or checksum differ); "
+                         "`lipspark check` lists every damaged file")
+    return path
