@@ -28,7 +28,7 @@ from lipspark.vocabulary import PScheme, RelationDescriptor, Segment
 from lipspark.workflow.execution import Executor
 from lipspark.workflow.layouts import Probed, store_layouts
 from lipspark.workflow.numbering import blocks, initial_segments
-from lipspark.workflow.relations import descriptor, relation_frame
+from lipspark.workflow.relations import StoredRelation, descriptor, relation_frame, stored_files
 
 __all__ = ["replay_invocation", "Replayed"]
 
@@ -114,7 +114,7 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
     # what it wrote must be what the deferred run stored, with the probed layouts
     written = [(f"output {r} of {node}", rec["outputs"][node][r], d) for r, d in outputs.items()]
     written += [(f"state {r} of module {module.name}", _written_state(store, n, node, r), d) for r, d in state.items()]
-    prints = _fingerprints(spark, [f for _, a, b in written for f in (relation_frame(spark, store, a), _frame(spark, b))])
+    prints = _fingerprints(spark, [f for _, a, b in written for f in (relation_frame(spark, store, a), StoredRelation(b.dir).frame(spark))])
     for i, (what, a, _) in enumerate(written):
         if prints[2 * i] != prints[2 * i + 1]:
             raise StoreError(f"replaying execution {n}'s invocation of {node} gave another {what} than the run stored "
@@ -129,15 +129,6 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
                              "provenance cannot be deferred; run the workflow with --capture eager")
     assert ex.builder is not None
     return Replayed(n, node, ex.builder.collect(), outputs, state)
-
-
-def _frame(spark: Any, desc: RelationDescriptor) -> Any:
-    from lipspark.vocabulary.columns import is_hidden
-
-    df = spark.read.parquet(os.path.dirname(desc.files[0].path)) if desc.files else None
-    if df is None:
-        raise StoreError(f"internal: a replayed relation at {desc.dir} has no files")
-    return df.select(*[f"`{c}`" for c in df.columns if not is_hidden(c)])
 
 
 def _state_read(store: Store, workflow: Any, every: list[dict[str, dict[str, dict[str, Probed]]]], n: int, node: str, module: str,
@@ -160,14 +151,12 @@ def _state_read(store: Store, workflow: Any, every: list[dict[str, dict[str, dic
             return RelationDescriptor(d.dir, d.files, {c: None for c in p.values}, p.bags, PScheme("collapse", blk.write(rname), p.k),
                                       every_row=True)
     d = descriptor(store.meta["initial"][module][rname])
-    seg = initial_segments(workflow.modules, 1)[(module, rname)]
+    seg = initial_segments(workflow.modules, 1)[(module, rname)]  # a store numbers from 1 (Store.create)
     return RelationDescriptor(d.dir, d.files, p=PScheme("token", seg))
 
 
 def _written_state(store: Store, e: int, node: str, rname: str) -> RelationDescriptor:
     """The state relation ``rname`` as node ``node`` wrote it in execution ``e`` of the deferred store."""
-    from lipspark.workflow.relations import stored_files
-
     rel_dir = f"{store.final_dir(e)}/state/{node}/{rname}"
     return RelationDescriptor(rel_dir, stored_files(store, rel_dir))
 
@@ -178,8 +167,7 @@ class _Replayer(Executor):
 
     def __init__(self, spark: Any, workflow: Any, store: Store, target: str) -> None:
         super().__init__(spark, workflow, store, provenance=True)
-        self.provenance = True
-        self.probe = None
+        self.provenance = True  # the store is deferred: the executor would record nothing
         self.target = os.path.abspath(target)
 
     def _out_dir(self, n: int) -> str:
