@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 from lipspark import UnsupportedOperation
 from lipspark.errors import AnnotationError
 from lipspark.semiring import Token, delta, equivalent, plus
-from tests.util import assert_fidelity, run_both
+from tests.util import assert_fidelity, graph_of, run_both
 
 R = ([(1, "a", 10), (2, "a", 20), (3, "b", 30), (4, "b", None), (5, "c", 50)], "id int, k string, v int", ["id"])
 S = ([(10, "a", "x"), (11, "b", "y"), (12, "b", "z"), (13, "d", "w")], "sid int, k string, w string", ["sid"])
@@ -17,7 +17,7 @@ D = ([("a", 1), ("a", 1), ("b", 2)], "k string, n int", None)
 
 
 def polys(t, frame):
-    g = t.graph()
+    g = graph_of(t)
     out = {}
     for r in frame.collect_annotated():
         out.setdefault(tuple(r.row), []).append(g.polynomial(r.annotation))
@@ -152,7 +152,7 @@ def test_order_by_and_limit_are_post_processing(spark):
         (lambda R, S: R.dropDuplicates(["k"]), "dropDuplicates(subset)"),
         (lambda R, S: R.groupBy("k").agg(F.percentile_approx("v", 0.5)), "aggregate percentile_approx"),
         (lambda R, S: R.groupBy("k").agg((F.median("v") + 1).alias("x")), "aggregate median"),
-        (lambda R, S: R.select(F.sum("v")), "select with aggregate or window functions"),
+        (lambda R, S: R.select(F.sum("v")), "select with aggregate functions"),
         (lambda R, S: R.groupBy("k").pivot("v"), "GroupedData.pivot"),
         (lambda R, S: R.join(S, how="left_anti"), "join(how='left_anti') without a condition"),
         (lambda R, S: R.join(S, how="left"), "join(how='left') without a condition"),
@@ -293,3 +293,29 @@ def test_refusals_name_the_operation_and_a_fitting_alternative(spark, name, says
         getattr(r, name)
     msg = str(err.value)
     assert name in msg and says in msg and "\n" not in msg
+
+
+def test_the_helpers_local_frames_hold_the_rows_createdataframe_makes(spark):
+    """run_both builds its inputs with tests.util.local_frame: same schema, rows and row order
+    (row-position tokens number rows in that order) as spark.createDataFrame, for the types the
+    tests use and a few more; nulls, NaN, -0.0 and an empty relation included."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from tests.util import local_frame
+
+    cases = [
+        ([(1, "a", 10), (2, None, None), (3, "a", 10)], "id int, k string, x int"),
+        ([(0, [0.0, -0.0, float("nan")]), (1, None), (2, [])], "id int, fs array<double>"),
+        ([(1, -0.0), (2, float("nan")), (3, None), (4, 1e300)], "id int, x double"),
+        ([(2**40, True, Decimal("1.25"), b"\x00\xff")], "k bigint, b boolean, d decimal(10,2), y binary"),
+        ([(1, dt.date(2024, 2, 29), dt.datetime(2024, 1, 1, 12, 30, 5, 123456))], "id int, d date, ts timestamp"),
+        ([(1, (2, "x"), {"a": 1, "b": None}), (2, None, {})], "id int, s struct<n: int, t: string>, m map<string, int>"),
+        ([(1, [(1, "a"), None])], "id int, xs array<struct<n: int, t: string>>"),
+        ([], "sid int, k string, y int"),
+    ]
+    for rows, schema in cases:
+        want = spark.createDataFrame(rows, schema)
+        got = local_frame(spark, rows, schema)
+        assert got.schema == want.schema, schema
+        assert repr(got.collect()) == repr(want.collect()), schema  # repr: NaN == NaN, -0.0 is not 0.0

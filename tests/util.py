@@ -3,6 +3,7 @@ suite damages on purpose (every other store it writes must pass `lipspark check`
 from __future__ import annotations
 
 import os
+import weakref
 from collections import Counter
 from typing import Any, Callable
 
@@ -24,17 +25,47 @@ def multiset(rows: list[Any]) -> Counter:
     return Counter(tuple(freeze(x) for x in r) for r in rows)
 
 
+def local_frame(spark, rows: list, schema: str):
+    """``rows`` (tuples in the order of the DDL ``schema``) as a DataFrame over a local relation
+    (Spark Connect's and Scala's ``Seq(...).toDF``'s way), which the JVM reads by itself.
+
+    ``spark.createDataFrame(rows, schema)`` makes a Python RDD: every Spark job over it starts
+    Python workers to unpickle the rows, two to four times the cost of the job itself for the
+    few rows a test has. Rows and types are the same (test_frame.py checks it).
+    """
+    from pyspark.sql.conversion import LocalDataToArrowConversion
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    struct = spark.createDataFrame([], schema).schema  # the DDL parsed as Spark does (no job)
+    table = LocalDataToArrowConversion.convert(rows, struct, False) if rows else to_arrow_schema(struct).empty_table()
+    return spark.createDataFrame(table, struct)
+
+
 def run_both(spark, fn: Callable[..., Any], relations: dict[str, tuple[list[tuple], str, list[str] | None]]):
     """Run ``fn`` on plain DataFrames and on annotated frames; return (plain rows, annotated, tracker).
 
     ``relations`` maps a name to (rows, DDL schema, key).
     """
-    plain = {n: spark.createDataFrame(rows, schema) for n, (rows, schema, _) in relations.items()}
+    plain = {n: local_frame(spark, rows, schema) for n, (rows, schema, _) in relations.items()}
     t = Tracker(spark)
-    annotated = {n: t.annotate(spark.createDataFrame(rows, schema), n, key=key) for n, (rows, schema, key) in relations.items()}
+    annotated = {n: t.annotate(local_frame(spark, rows, schema), n, key=key) for n, (rows, schema, key) in relations.items()}
     plain_out = fn(**plain)
     ann_out = fn(**annotated)
     return plain_out, ann_out, t
+
+
+_GRAPHS: "weakref.WeakKeyDictionary[Tracker, tuple[int, Any]]" = weakref.WeakKeyDictionary()
+
+
+def graph_of(t: Tracker) -> Any:
+    """``t.graph()`` computed once per tracker and number of recorded segments (a tracker's graph
+    changes only by recording segments): the helpers that read one tracker's graph several times
+    in a test (strings, assert_reference, absent…) share one computation, a Spark job per table."""
+    n = len(t.builder.segments)
+    hit = _GRAPHS.get(t)
+    if hit is None or hit[0] != n:
+        hit = _GRAPHS[t] = (n, t.graph())
+    return hit[1]
 
 
 def assert_fidelity(plain_out, ann_out) -> None:

@@ -18,7 +18,7 @@ from lipspark.query.deletion import UNKNOWN, delete
 from lipspark.semiring import BOOLEAN, COUNTING, ONE, evaluate, normal_form
 from tests import reference as ref
 from tests.test_frame import R, S, check, polys
-from tests.util import reference_form, value_form
+from tests.util import graph_of, local_frame, reference_form, value_form
 
 
 def test_a_keyless_aggregate_over_no_rows_is_one_row_annotated_1(spark):
@@ -55,7 +55,7 @@ def test_a_keyless_aggregate_over_no_rows_downstream(spark):
     (lambda R: R.groupBy("k").agg(F.expr("sum(v) FILTER (WHERE v > 10)")), "aggregate sum with FILTER"),
 ])
 def test_a_refused_aggregate_names_the_users_function(spark, op, name):
-    r = Tracker(spark).annotate(spark.createDataFrame(*R[:2]), "R", key=["id"])
+    r = Tracker(spark).annotate(local_frame(spark, *R[:2]), "R", key=["id"])
     with pytest.raises(UnsupportedOperation) as err:
         op(r)
     msg = str(err.value)
@@ -79,13 +79,13 @@ def _udf_and_lambda_cases():
 
 @pytest.mark.parametrize("op, fn, inner", _udf_and_lambda_cases())
 def test_an_aggregate_over_a_udf_or_a_lambda_is_refused_in_one_line(spark, op, fn, inner):
-    r = Tracker(spark).annotate(spark.createDataFrame(*R[:2]), "R", key=["id"])
+    r = Tracker(spark).annotate(local_frame(spark, *R[:2]), "R", key=["id"])
     with pytest.raises(UnsupportedOperation) as err:
         op(r)
     msg = str(err.value)
     assert "\n" not in msg and fn in msg and inner in msg
     assert "withColumn" in msg  # the alternative: compute the argument as a column, then aggregate it
-    op(spark.createDataFrame(*R[:2])).collect()  # plain Spark runs it: the refusal is lipspark's
+    op(local_frame(spark, *R[:2])).collect()  # plain Spark runs it: the refusal is lipspark's
 
 
 def test_the_alternative_to_a_udf_in_an_aggregate_works(spark):
@@ -118,7 +118,7 @@ def against_reference(spark, fn, keys, aggs, rel=V):
     """Run ``fn`` with and without provenance (same data), and check each output row's
     annotation and aggregate values against the reference's; (tracker, graph, rows by key)."""
     t, ann = check(spark, fn, V=rel)
-    g = t.graph()
+    g = graph_of(t)
     want = {tuple(r.data[k] for k in keys): r for r in _reference(rel, keys, aggs).rows}
     rows = {tuple(r.row[k] for k in keys): r for r in ann.collect_annotated()}
     assert set(rows) == set(want)

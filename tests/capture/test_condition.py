@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from lipspark import Tracker
 from lipspark.query.deletion import delete
 from lipspark.vocabulary import Op
+from tests.util import local_frame
 
 ROWS = [(1, "a", 200), (2, "a", 150), (3, "b", 100), (4, "b", 90), (5, "c", 400), (6, "c", 5), (7, "d", 301)]
 SCHEMA = "id int, k string, q int"
@@ -57,7 +58,7 @@ def _bag(rows):
 @pytest.mark.parametrize("name", sorted(PLANS))
 def test_a_what_if_that_claims_exact_equals_the_rerun(spark, name):
     plan = PLANS[name]
-    df = spark.createDataFrame(ROWS, SCHEMA)
+    df = local_frame(spark, ROWS, SCHEMA)
     t = Tracker(spark)
     result = plan(t.annotate(df, "R", key=["id"]))
     rows = result.collect_annotated()
@@ -82,7 +83,7 @@ def test_a_what_if_that_claims_exact_equals_the_rerun(spark, name):
                 if vid in changed:
                     values[row.row.__fields__.index(col)] = changed[vid]
             predicted.append(values)
-        rerun = plan(spark.createDataFrame([x for x in ROWS if x[0] != rid], SCHEMA)).collect()
+        rerun = plan(local_frame(spark, [x for x in ROWS if x[0] != rid], SCHEMA)).collect()
         assert _bag(predicted) == _bag(rerun), f"deleting R:{rid}: the what-if said exact"
     assert inexact, "some deletion changes a value the condition read"
 

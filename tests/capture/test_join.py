@@ -10,7 +10,7 @@ from lipspark import Tracker, UnsupportedOperation
 from lipspark.semiring import BOOLEAN, evaluate, normal_form, plus
 from tests import reference as ref
 from tests.test_frame import check, polys
-from tests.util import run_both
+from tests.util import graph_of, local_frame, run_both
 
 L = ([(1, "a", 10), (2, "a", 10), (3, "b", 30), (4, None, 5), (5, "c", -1)], "id int, k string, x int", ["id"])
 M = ([(10, "a", 15), (11, "a", 1), (12, "b", 100), (13, None, 7), (14, "d", 3)], "sid int, k string, y int", ["sid"])
@@ -26,7 +26,7 @@ def reference(name: str, rel: tuple) -> ref.KRelation:
 
 def assert_reference(t: Tracker, frame, want: ref.KRelation) -> None:
     """Per distinct tuple, the sum of the rows' polynomials is the reference's."""
-    g = t.graph()
+    g = graph_of(t)
     got: dict[tuple, list] = {}
     for r in frame.collect_annotated():
         got.setdefault(tuple(ref.norm_value(v) for v in r.row), []).append(g.polynomial(r.annotation))
@@ -149,8 +149,8 @@ def test_semi_join_on_a_condition_tells_minus_zero_from_zero(spark):
 
 def test_semi_join_refusals_and_errors(spark):
     t = Tracker(spark)
-    l_ = t.annotate(spark.createDataFrame(*L[:2]), "L", key=["id"])
-    m = t.annotate(spark.createDataFrame(*M[:2]), "M", key=["sid"])
+    l_ = t.annotate(local_frame(spark, *L[:2]), "L", key=["id"])
+    m = t.annotate(local_frame(spark, *M[:2]), "M", key=["sid"])
     with pytest.raises(UnsupportedOperation, match=r"join\(how='semi'\) without a condition.*Instead: name the key columns"):
         l_.join(m, how="semi")
     with pytest.raises(UnsupportedOperation, match="without a condition"):
@@ -218,7 +218,7 @@ def test_an_ambiguous_self_join_fails_as_in_plain_spark(spark):
     from pyspark.errors import AnalysisException
 
     fn = lambda L: (lambda a, b: a.join(b, a.x < b.x))(L.alias("a"), L.alias("b"))  # noqa: E731
-    plain = spark.createDataFrame(*L[:2])
+    plain = local_frame(spark, *L[:2])
     with pytest.raises(AnalysisException, match="AMBIGUOUS|ambiguous"):
         fn(plain)
     with pytest.raises(AnalysisException, match="AMBIGUOUS|ambiguous"):
@@ -249,6 +249,6 @@ def test_an_unknown_join_type_gets_sparks_own_error(spark):
     from pyspark.errors import AnalysisException
 
     t = Tracker(spark)
-    l_ = t.annotate(spark.createDataFrame(*L[:2]), "L", key=["id"])
+    l_ = t.annotate(local_frame(spark, *L[:2]), "L", key=["id"])
     with pytest.raises(AnalysisException, match="UNSUPPORTED_JOIN_TYPE"):
         l_.join(l_, "k", "sideways")

@@ -21,11 +21,12 @@ from lipspark.vocabulary import Op
 from tests import reference as ref
 from tests.capture.test_join import D, EMPTY, L, M, assert_reference, reference, strings
 from tests.test_frame import check
+from tests.util import graph_of, local_frame
 
 
 def absent(t: Tracker) -> dict[tuple, list[str]]:
     """The graph's ⊖ nodes: their row's data (sorted items) → polynomials, once per copy."""
-    g = t.graph()
+    g = graph_of(t)
     out: dict[tuple, list[str]] = {}
     for pos in np.flatnonzero(np.asarray(g.op) == int(Op.MONUS)).tolist():
         row = g.node(int(g.ids[pos]))
@@ -38,7 +39,7 @@ def oracle(spark, fn, rels: dict[str, tuple], deleted: list[str]) -> Any:
     """Run ``fn`` annotated, delete ``deleted`` (``Rel:key``), and compare the surviving rows plus
     the appearing ones with a re-run of the plain query without those tuples."""
     t = Tracker(spark)
-    frames = {n: t.annotate(spark.createDataFrame(rows, schema), n, key=key) for n, (rows, schema, key) in rels.items()}
+    frames = {n: t.annotate(local_frame(spark, rows, schema), n, key=key) for n, (rows, schema, key) in rels.items()}
     out = fn(**frames)
     rows = out.collect_annotated()
     g = t.graph()
@@ -49,7 +50,7 @@ def oracle(spark, fn, rels: dict[str, tuple], deleted: list[str]) -> Any:
     kept = {}
     for n, (rows_, schema, key) in rels.items():
         cols = [c.split()[0] for c in schema.split(",")]
-        kept[n] = spark.createDataFrame([x for x in rows_ if key is None or f"{n}:{x[cols.index(key[0])]}" not in deleted], schema)
+        kept[n] = local_frame(spark, [x for x in rows_ if key is None or f"{n}:{x[cols.index(key[0])]}" not in deleted], schema)
     want = Counter(tuple(x) for x in fn(**kept).collect())
     assert got == want, (got, want)
     return r
@@ -159,7 +160,7 @@ def test_subtract_widens_types_and_keeps_repeated_names(spark):
 
 # ---------------------------------------------------------------------- refusals
 def test_kinds_without_a_rule_fail_loudly_with_the_alternative(spark):
-    r = Tracker(spark).annotate(spark.createDataFrame(*L[:2]), "L", key=["id"])
+    r = Tracker(spark).annotate(local_frame(spark, *L[:2]), "L", key=["id"])
     for how in ("left_anti", "left", "full"):
         with pytest.raises(UnsupportedOperation, match=rf"join\(how='{how}'\) without a condition.*Instead: name the key") as err:
             r.join(r, how=how)

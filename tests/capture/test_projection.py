@@ -7,6 +7,7 @@ from pyspark.sql import functions as F
 
 from lipspark import Tracker, UnsupportedOperation
 from tests.test_frame import R, S, check, polys
+from tests.util import local_frame
 
 
 @pytest.mark.parametrize("op", [
@@ -35,10 +36,10 @@ def test_a_qualified_star_after_a_join(spark):
 ])
 def test_an_expression_over_star_is_refused_not_computed_over_the_annotations(spark, op):
     t = Tracker(spark)
-    r = t.annotate(spark.createDataFrame(*R[:2]), "R", key=["id"])
+    r = t.annotate(local_frame(spark, *R[:2]), "R", key=["id"])
     with pytest.raises(UnsupportedOperation, match=r"an expression over \*.*Instead: name the columns"):
         op(r)
-    op(spark.createDataFrame(*R[:2])).collect()  # plain Spark runs it: the refusal is lipspark's
+    op(local_frame(spark, *R[:2])).collect()  # plain Spark runs it: the refusal is lipspark's
 
 
 @pytest.mark.parametrize("op", [

@@ -11,7 +11,7 @@ from lipspark.semiring import BOOLEAN, evaluate
 from tests import reference as ref
 from tests.capture.test_join import EMPTY, L, M, assert_reference, reference, strings
 from tests.test_frame import check
-from tests.util import assert_fidelity, run_both
+from tests.util import assert_fidelity, local_frame, run_both
 
 
 # ---------------------------------------------------------------------- intersect
@@ -55,7 +55,7 @@ def test_intersect_by_position_widens_types_and_keeps_repeated_names(spark):
 
 def test_intersect_over_bags_with_member_provenance_is_refused(spark):
     t = Tracker(spark)
-    l_ = t.annotate(spark.createDataFrame(*L[:2]), "L", key=["id"])
+    l_ = t.annotate(local_frame(spark, *L[:2]), "L", key=["id"])
     bags = l_.groupBy("k").agg(F.collect_list("id").alias("ids"))
     with pytest.raises(UnsupportedOperation, match=r"intersect over nested bag column\(s\) \['ids'\]"):
         bags.intersect(bags)
@@ -105,7 +105,7 @@ def test_union_by_name_matches_names_as_spark_does(spark):
     ("exceptAll", "no annotation per copy", "subtract(other) for the distinct tuples"),
 ])
 def test_refused_set_operations_say_why_and_what_instead_in_one_line(spark, name, why, instead):
-    r = Tracker(spark).annotate(spark.createDataFrame(*L[:2]), "L", key=["id"])
+    r = Tracker(spark).annotate(local_frame(spark, *L[:2]), "L", key=["id"])
     with pytest.raises(UnsupportedOperation) as err:
         getattr(r, name)(r)
     msg = str(err.value)

@@ -78,11 +78,24 @@ def test_the_mapped_index_answers_as_the_in_memory_one(tmp_path_factory, gen, rn
 
 
 @pytest.fixture()
-def store(car_runs, tmp_path):
-    """A copy of the car dealership store (tests change its files)."""
-    root = str(tmp_path / "store")
+def car_store(car_runs, tmp_path):
+    """A copy of the car dealership store: 16,000 nodes over the initial state and one execution."""
+    root = str(tmp_path / "cars")
     shutil.copytree(car_runs[0].store, root, ignore=shutil.ignore_patterns(qindex.INDEX_DIR))
     return root
+
+
+@pytest.fixture()
+def store(ledger_runs, tmp_path):
+    """A copy of the ledger store (tests change its files): the initial state and three executions,
+    four blocks of the index, small enough that rebuilding it is quick."""
+    root = str(tmp_path / "store")
+    shutil.copytree(ledger_runs[0], root, ignore=shutil.ignore_patterns(qindex.INDEX_DIR))
+    return root
+
+
+#: a query of the ledger store that reads every execution's block
+LEDGER_Q = "ancestors output Summary of report execution 3; zoomout intake; delete tuple Seen(DepId = \"D0-0\")"
 
 
 def _in_memory(root):
@@ -90,13 +103,20 @@ def _in_memory(root):
     return GraphIndex.from_segments(segments, root=base)
 
 
-def test_the_car_dealership_store_answers_as_in_memory(store):
-    g = GraphIndex.load(store)
-    assert os.path.exists(os.path.join(store, "index", "index.json"))
+def test_the_car_dealership_store_answers_as_in_memory(car_store):
+    g = GraphIndex.load(car_store)
+    assert os.path.exists(os.path.join(car_store, "index", "index.json"))
     assert isinstance(g.ids.base, np.memmap)  # mapped, not read
-    _same_answers(g, _in_memory(store), random.Random(3))
+    _same_answers(g, _in_memory(car_store), random.Random(3))
     q = "ancestors output Bids1 of dealer1 execution 1; zoomout dealer2; delete tuple Requests(BidId = \"B1\")"
-    assert [r.to_dict() for r in Session(g).run(q)] == [r.to_dict() for r in Session(_in_memory(store)).run(q)]
+    assert [r.to_dict() for r in Session(g).run(q)] == [r.to_dict() for r in Session(_in_memory(car_store)).run(q)]
+
+
+def test_the_ledger_store_answers_as_in_memory(store):
+    g = GraphIndex.load(store)
+    assert len(g.blocks) - 1 == 4 and isinstance(g.ids.base, np.memmap)
+    _same_answers(g, _in_memory(store), random.Random(3))
+    assert [r.to_dict() for r in Session(g).run(LEDGER_Q)] == [r.to_dict() for r in Session(_in_memory(store)).run(LEDGER_Q)]
 
 
 def _meta(store):
@@ -181,7 +201,7 @@ def test_reindex_rebuilds_and_two_processes_can_open_a_store_at_once(store):
     assert main(["reindex", store]) == 0
     first = _meta(store)
     shutil.rmtree(os.path.join(store, "index"))
-    q = "ancestors output Bids1 of dealer1 execution 1"
+    q = "ancestors output Summary of report execution 3"
     cmd = [sys.executable, "-m", "lipspark.cli", "query", store, "-e", q, "--format", "json"]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
@@ -194,7 +214,7 @@ def test_reindex_rebuilds_and_two_processes_can_open_a_store_at_once(store):
 def test_opening_reads_no_graph_and_imports_no_pandas(store):
     GraphIndex.load(store)
     code = ("import sys; from lipspark.graph.index import GraphIndex; g = GraphIndex.load(sys.argv[1]); "
-            "from lipspark.query import Session; Session(g).run('ancestors output Bids1 of dealer1 execution 1'); "
+            "from lipspark.query import Session; Session(g).run('ancestors output Summary of report execution 3'); "
             "print(sorted(m for m in ('pandas', 'pyarrow', 'sympy', 'pyspark') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, store], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
@@ -205,7 +225,7 @@ def test_a_store_copied_without_its_times_answers_as_the_original(store, tmp_pat
     is rebuilt once and then used; a base file changed in place with its size kept is still refused."""
     from lipspark.errors import StoreError
 
-    q = "ancestors output Bids1 of dealer1 execution 1"
+    q = "ancestors output Summary of report execution 3"
     want = [r.to_dict() for r in Session(store).run(q)]
     copy = str(tmp_path / "copy")
     shutil.copytree(store, copy, copy_function=shutil.copy)  # contents only, new times
@@ -213,8 +233,8 @@ def test_a_store_copied_without_its_times_answers_as_the_original(store, tmp_pat
     stamp = os.stat(os.path.join(copy, "index", "index.json")).st_mtime_ns
     assert [r.to_dict() for r in Session(copy).run(q)] == want
     assert os.stat(os.path.join(copy, "index", "index.json")).st_mtime_ns == stamp  # not rebuilt again
-    cars = os.path.join(damaged(copy), "initial", "dealer1", "Cars")
-    part = os.path.join(cars, sorted(f for f in os.listdir(cars) if f.endswith(".parquet"))[0])
+    seen = os.path.join(damaged(copy), "initial", "ledger", "Seen")
+    part = os.path.join(seen, sorted(f for f in os.listdir(seen) if f.endswith(".parquet"))[0])
     with open(part, "r+b") as fh:  # one byte of the footer's schema changed, size kept
         fh.seek(-12, os.SEEK_END)
         b = fh.read(1)
