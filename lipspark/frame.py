@@ -21,6 +21,10 @@ union / unionByName    rows keep their annotations (a missing       ``rules.unio
 distinct, groupBy.agg  δ per group; Count/Sum/Min/Max/Avg v-node     ``rules.aggregate``
                        per aggregate with a ⊗ per member;
                        collect_list keeps members' provenance
+F.xxx(...).over(w)     annotation passes through; an aggregate         ``rules.window``
+(in select)            window a ⊗ aggregate over the row's frame,
+                       a ranking/offset function a black box over
+                       the partition's δ
 black_box              one node labelled with the function's name   ``rules.black_box``
 cogroup                δ per key over both bags' members            ``rules.cogroup``
 =====================  ==========================================  =========================

@@ -31,7 +31,12 @@ under *bag* semantics as PySpark evaluates queries:
   ``Σ_v δ(Σ members with value v) ⊗ v`` (``⊗ 1`` for count) over the distinct non-null values;
 * aggregates without a semimodule form (``first``, ``last``, ``collect_set``, ``stddev`` and the
   variances) are a black box of the group's members, :class:`BlackBoxVal`; an expression over
-  aggregates (:class:`Expression`) is a black box, named by its column, of the group's annotation.
+  aggregates (:class:`Expression`) is a black box, named by its column, of the group's annotation;
+* a window function adds a column and keeps every row and its annotation: an aggregate window
+  is the semimodule aggregate ``Σ member ⊗ value`` over the row's frame (the rows of its
+  partition, or with an order those whose order value is not after the row's: SQL's default
+  frame, peers included, nulls first); ``row_number`` is a black box of ``δ(Σ the partition's
+  rows)`` (its value depends on every row of the partition and their order).
 
 Polynomials are sympy expressions: tokens are ``sympy.Symbol`` s, δ is ``sympy.Function("δ")``.
 """
@@ -74,6 +79,7 @@ __all__ = [
     "intersect",
     "distinct",
     "group_by",
+    "window",
     "agg_normal_form",
     "poly_normal_form",
     "norm_value",
@@ -660,3 +666,40 @@ def group_by(
             aggs[alias] = value
         rows.append(KRow(data, ann, aggs))
     return KRelation(keys + [a for a, _, _ in aggregates], rows)
+
+
+def _order_key(v: Any) -> tuple:
+    """SQL's ascending order, nulls first."""
+    return (v is not None, v if v is not None else 0)
+
+
+def window(rel: KRelation, alias: str, fn: str, column: Any, partition: Sequence[str], order: str | None = None) -> KRelation:
+    """A window function as a new column ``alias``: every row keeps its annotation.
+
+    ``fn`` is count/sum/min/max/avg (``column`` as for :func:`group_by`, ``None`` for
+    ``count(*)``) over the row's frame — its partition (the rows with equal ``partition``
+    values, nulls equal), or with ``order`` the partition's rows whose ``order`` value is at
+    most the row's (ascending, nulls first: SQL's default frame ``RANGE BETWEEN UNBOUNDED
+    PRECEDING AND CURRENT ROW``, peers included) — an :class:`AggVal`; or ``row_number``, the
+    row's position in its partition ordered by every column (rows equal on every column are
+    interchangeable), a :class:`BlackBoxVal` of ``δ(Σ the partition's rows)``."""
+    parts: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rel.rows):
+        parts.setdefault(_group_key(r.values(partition)), []).append(i)
+    values: dict[int, AggVal | BlackBoxVal] = {}
+    for idx in parts.values():
+        members = [rel.rows[i] for i in idx]
+        if fn == "row_number":
+            ann = DELTA(sympy.Add(*[m.ann for m in members]))
+            ranked = sorted(idx, key=lambda i: tuple(_order_key(v) for v in rel.rows[i].values(rel.columns)))
+            for n, i in enumerate(ranked):
+                values[i] = BlackBoxVal("row_number", (ann,), n + 1)
+            continue
+        for i in idx:
+            frame = members
+            if order is not None:
+                here = _order_key(rel.rows[i].data[order])
+                frame = [m for m in members if _order_key(m.data[order]) <= here]
+            values[i] = _aggregate(fn, column, frame)
+    rows = [KRow({**r.data, alias: values[i].result}, r.ann, {**r.aggs, alias: values[i]}) for i, r in enumerate(rel.rows)]
+    return KRelation(list(rel.columns) + [alias], rows)

@@ -3,7 +3,8 @@
 For two random relations R(rid, a, b, v) and S(sid, a, b, v) (≤ 6 rows, tiny domains so joins,
 groups and duplicates happen; v sometimes null) and a random plan of depth ≤ 3 over
 filter / select / join (on names, on a condition, semi, anti, left/right/full outer) / union (by
-position, by name with missing columns) / intersect / subtract / distinct / groupBy-agg, we check:
+position, by name with missing columns) / intersect / subtract / distinct / groupBy-agg / a window
+(count/sum/min/max/avg over a partition or its default ordered frame, row_number), we check:
 
 1. fidelity: the data lipspark returns equals plain PySpark's (as multisets), and so does the
    reference's (which validates the reference itself);
@@ -29,7 +30,9 @@ position, by name with missing columns) / intersect / subtract / distinct / grou
    ⊖ in the plan, the deletion's surviving rows plus the rows it reports as appearing equal the
    re-run when the ⊖ is the plan's last operation; below another operation a row that appears
    makes the what-if say it is not exact (what that operation does with the row is not in the
-   graph), and when no row appears the surviving rows equal the re-run.
+   graph), and when no row appears the surviving rows equal the re-run. For a window at the
+   top of a plan (nothing aggregated or windowed below) the surviving rows with their what-if
+   window values are the re-run's; a ``row_number`` is unknown when a row of its partition went.
 """
 from __future__ import annotations
 
@@ -46,6 +49,7 @@ import pytest
 import sympy
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from lipspark import Tracker
@@ -53,7 +57,7 @@ from lipspark.query.deletion import UNKNOWN, delete
 from lipspark.semiring import BOOLEAN, COUNTING, AggValue, evaluate, normal_form, plus, tokens
 from lipspark.vocabulary import Op
 from tests import reference as ref
-from tests.util import reference_form, value_form
+from tests.util import local_frame, reference_form, value_form
 
 SETTINGS = settings(
     # LIPSPARK_PROPERTY_EXAMPLES=300 for a longer hunt; 12 keeps `make test` quick, and the slow
@@ -195,8 +199,21 @@ class Subtract:
     right: "Plan"  # as many columns as the left
 
 
+@dataclass(frozen=True)
+class Win:
+    """``withColumn(alias, fn(column).over(Window.partitionBy(*partition)[.orderBy(order)]))``;
+    ``row_number`` is ordered by every column of the child."""
+
+    child: "Plan"
+    alias: str
+    fn: str  # count, sum, min, max, avg or row_number
+    column: str | None  # None: count(*)
+    partition: tuple[str, ...]
+    order: str | None  # an order column: the default frame (RANGE up to the row's peers)
+
+
 Plan = Union[Base, Filter, Select, Join, Union_, Distinct, Agg, SemiJoin, Rename, CondJoin, Intersect, UnionByName,
-             AntiJoin, AntiCond, OuterJoin, Subtract]
+             AntiJoin, AntiCond, OuterJoin, Subtract, Win]
 #: The operations whose rows may be ⊖ nodes
 MONUS_OPS = (AntiJoin, AntiCond, OuterJoin, Subtract)
 
@@ -233,6 +250,8 @@ def columns(p: Plan) -> list[str]:
         return columns(p.left)
     if isinstance(p, Agg):
         return list(p.keys) + [a for a, _, _ in p.aggs]
+    if isinstance(p, Win):
+        return columns(p.child) + [p.alias]
     raise TypeError(p)
 
 
@@ -268,9 +287,17 @@ def plans(draw, depth: int = 3) -> Plan:
     if depth == 0 or draw(st.integers(0, 5)) == 0:
         return Base(draw(st.sampled_from(["R", "S"])))
     kind = draw(st.sampled_from(["filter", "select", "join", "union", "distinct", "agg", "agg",
-                                 "semi", "condition", "intersect", "by_name", "anti", "outer", "subtract"]))
+                                 "semi", "condition", "intersect", "by_name", "anti", "outer", "subtract", "window"]))
     child = draw(plans(depth - 1))
     cols = columns(child)
+    if kind == "window":
+        fn = draw(st.sampled_from(["count", "sum", "min", "max", "avg", "row_number"]))
+        if fn == "row_number" and has(child, (Agg,)):
+            fn = "sum"  # a black box over values with v-nodes also depends on a condition node the reference lacks
+        alias = next(a for a in (f"w{i}" for i in range(9)) if a not in cols)
+        column = None if fn == "count" and draw(st.booleans()) else draw(st.sampled_from(cols))
+        order = None if fn == "row_number" or draw(st.booleans()) else draw(st.sampled_from(cols))
+        return Win(child, alias, fn, None if fn == "row_number" else column, tuple(_subset(draw, cols, 0, 2)), order)
     if kind == "filter":
         return Filter(child, draw(st.sampled_from(cols)), draw(st.sampled_from(sorted(SPARK_CMP))), draw(st.integers(-1, 3)))
     if kind == "select":
@@ -462,6 +489,14 @@ def run_plan(plan: Plan, frames: dict[str, Any]) -> Any:
     if isinstance(plan, Agg):
         exprs = [agg_column(*a) for a in plan.aggs]
         return run_plan(plan.child, frames).groupBy(*plan.keys).agg(*exprs)
+    if isinstance(plan, Win):
+        child = run_plan(plan.child, frames)
+        w = Window.partitionBy(*plan.partition)
+        if plan.fn == "row_number":
+            return child.withColumn(plan.alias, F.row_number().over(w.orderBy(*[F.col(c).asc_nulls_first() for c in columns(plan.child)])))
+        if plan.order is not None:
+            w = w.orderBy(F.col(plan.order).asc_nulls_first())
+        return child.withColumn(plan.alias, _AGG_FNS[plan.fn](F.lit(1) if plan.column is None else F.col(plan.column)).over(w))
     raise TypeError(plan)
 
 
@@ -516,6 +551,8 @@ def _reference(plan: Plan, rels: dict[str, ref.KRelation], absent: list[ref.KRow
         return ref.distinct(run_reference(plan.child, rels))
     if isinstance(plan, Agg):
         return ref.group_by(run_reference(plan.child, rels), list(plan.keys), [reference_aggregate(*a) for a in plan.aggs])
+    if isinstance(plan, Win):
+        return ref.window(run_reference(plan.child, rels), plan.alias, plan.fn, plan.column, list(plan.partition), plan.order)
     raise TypeError(plan)
 
 
@@ -527,7 +564,7 @@ def reference_relations(data: dict[str, list[tuple]]) -> dict[str, ref.KRelation
 
 
 def plain_frames(spark, data: dict[str, list[tuple]]) -> dict[str, Any]:
-    return {n: spark.createDataFrame(rows, SCHEMAS[n]) for n, rows in data.items()}
+    return {n: local_frame(spark, rows, SCHEMAS[n]) for n, rows in data.items()}
 
 
 def key_of(row: Any) -> tuple:
@@ -648,6 +685,11 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
         assert not what_if.exact, why
         if not isinstance(plan, MONUS_OPS) or has(plan.left, MONUS_OPS) or has(plan.right, MONUS_OPS):
             return  # below another operation: what it does with the row is not in the graph
+    if isinstance(plan, Win) and not has(plan.child, (Agg, Win)):
+        check_window_deletion(spark, plan, kept, g, arows, deleted, why)
+        return
+    if has(plan, (Win,)):
+        return  # a window below: the values it adds change with the deletion, and what comes after is not recomputed
     if not has(plan, (Agg,)):
         rerun = Counter(key_of(r) for r in run_plan(plan, plain_frames(spark, kept)).collect())
         alive = {k for k, e in summed.items() if evaluate(e, BOOLEAN, valuation, default=True)}
@@ -683,6 +725,32 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
                 v = evaluate(g.value(r.annotation, alias), BOOLEAN, valuation, default=True)
                 assert close(v, rerun[k][alias]), f"{alias}: boolean {v} != re-run {rerun[k][alias]}\n{why}"
                 assert close(what_if, rerun[k][alias]), f"{alias}: what-if {what_if} != re-run {rerun[k][alias]}\n{why}"
+
+
+def check_window_deletion(spark, plan: Win, kept: dict[str, list[tuple]], g: Any, arows: list[Any], deleted: set[str], why: str) -> None:
+    """The deletion oracle for a window at the top of a plan: the rows that survive, their
+    window values recomputed by the what-if (an aggregate window), are the re-run's; a black box
+    (``row_number``) is unknown when a row of its partition went, else unchanged."""
+    what_if = delete(g, [g.token_id(tok) for tok in deleted])
+    changed = {c.node: c.after for c in what_if.values}
+    at = columns(plan).index(plan.alias)
+    black_box = plan.fn == "row_number"
+    rerun = Counter(tuple(v for i, v in enumerate(key_of(r)) if not (black_box and i == at))
+                    for r in run_plan(plan, plain_frames(spark, kept)).collect())
+    predicted: Counter = Counter()
+    for r in arows:
+        if what_if.removed[g.positions(r.annotation.factors)].any():
+            continue
+        node = r.annotation.values[plan.alias]
+        if black_box:  # a row of its partition went: its value is unknown, else unchanged
+            touched = bool(tokens(g.value(r.annotation, plan.alias)) & deleted)
+            assert (changed.get(node) is UNKNOWN) if touched else node not in changed, f"{plan.alias}: {changed.get(node)}\n{why}"
+            predicted[tuple(v for i, v in enumerate(key_of(r.row)) if i != at)] += 1
+            continue
+        data = list(key_of(r.row))
+        data[at] = ref.norm_value(changed.get(node, g.node(node)["value"]))
+        predicted[tuple(data)] += 1
+    assert predicted == rerun, f"what-if {predicted} != re-run {rerun}\n{why}"
 
 
 def _random_plan(spark: Any, data: Any, plan: Any, pick: Any) -> None:
@@ -741,6 +809,23 @@ FIXED = {
         Select(UnionByName(Select(Base("S"), ("b",)), Select(Base("R"), ("v", "b"))), ("b", "v")),
     ),
 }
+
+
+#: window functions over partitions with nulls, ties and null keys
+WINDOW_FIXED = {
+    "sum_over_partition": Win(Base("R"), "w", "sum", "v", ("a",), None),
+    "count_star_over_everything": Win(Base("R"), "w", "count", None, (), None),
+    "avg_over_ordered_partition": Win(Base("R"), "w", "avg", "v", ("a",), "v"),
+    "min_ordered_by_a_nullable_column": Win(Base("S"), "w", "min", "a", ("b",), "v"),
+    "row_number_per_key": Win(Select(Base("R"), ("a", "v")), "w", "row_number", None, ("a",), None),
+    "max_over_a_join": Win(Join(Base("R"), Select(Base("S"), ("a", "sid")), ("a",), ("a", "sid")), "w", "max", "v", ("sid",), "rid"),
+    "window_over_an_aggregate": Win(Agg(Base("R"), ("a",), (("cnt", "count", None),)), "w", "sum", "cnt", (), "a"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WINDOW_FIXED))
+def test_window_plans(spark, name):
+    check_plan(spark, DATA, WINDOW_FIXED[name], {"R:3", "S:10"})
 
 
 @pytest.mark.parametrize("name", sorted(FIXED))

@@ -32,6 +32,10 @@ __all__ = [
     "references",
     "nondeterministic",
     "NONDETERMINISTIC",
+    "WindowFrame",
+    "WindowItem",
+    "WindowSelect",
+    "read_window_select",
 ]
 
 
@@ -393,3 +397,235 @@ def read_aggregate(aggregated: DataFrame) -> list[AggregateItem] | None:
             out.append(AggregateItem(name, "Expression:" + ",".join(sorted({n.cls for n in inner.walk()})),
                                      references=references(inner), parts=parts))
     return out
+
+
+# ---------------------------------------------------------------------------- window functions
+@dataclass(frozen=True)
+class WindowFrame:
+    """A window's frame: ``rows`` (ROWS, else RANGE) between ``lower`` and ``upper``, offsets from
+    the current row (``None``: unbounded on that side). ``known`` is false for a bound that is no
+    integer literal (an interval of a RANGE frame over dates)."""
+
+    rows: bool
+    lower: int | None
+    upper: int | None
+    known: bool = True
+
+    @property
+    def whole_partition(self) -> bool:
+        """Every row of the partition is in the frame of every row."""
+        return self.known and self.lower is None and self.upper is None
+
+    @property
+    def deletion_stable(self) -> bool:
+        """A row's frame in a world without some rows is its frame now without them (and it
+        contains the row itself): a RANGE frame around the current row's value, or a ROWS frame
+        whose bounds are the current row or unbounded. A ROWS frame with an offset (``-1``)
+        would take in another row when one goes.
+
+        >>> WindowFrame(rows=True, lower=None, upper=0).deletion_stable, WindowFrame(rows=True, lower=-1, upper=0).deletion_stable
+        (True, False)
+        >>> WindowFrame(rows=False, lower=-5, upper=10).deletion_stable, WindowFrame(rows=False, lower=1, upper=3).deletion_stable
+        (True, False)
+        """
+        if not self.known:
+            return False
+        lo_ok = self.lower is None or self.lower <= 0
+        hi_ok = self.upper is None or self.upper >= 0
+        if not self.rows:
+            return lo_ok and hi_ok
+        return self.lower in (None, 0) and self.upper in (None, 0)
+
+
+@dataclass(frozen=True)
+class WindowItem:
+    """One window function in a select: the output column ``name`` at ``index`` of the select,
+    Spark's class of the function (``Sum``, ``RowNumber``, ``Lag``) and the name module code
+    calls it by (``sum``, ``row_number``), ``aggregate`` (for an aggregate function: its
+    arguments as :class:`AggregateItem` reads them, through the expressions Spark computes
+    beneath the window), ``partition`` and ``order`` (the columns; an order column with its
+    direction and whether nulls come first; ``None`` for an expression), ``frame``, the input
+    columns the function's arguments read (``references``) and those the partition and order
+    read (``key_references``)."""
+
+    name: str
+    index: int
+    function: str
+    sql_name: str
+    aggregate: AggregateItem | None
+    partition: tuple[str | None, ...]
+    order: tuple[tuple[str | None, bool, bool], ...]
+    frame: WindowFrame
+    references: tuple[str, ...]
+    key_references: tuple[str, ...]
+    key_sql: tuple[str, ...] = ()
+
+    @property
+    def spec(self) -> tuple[Any, ...]:
+        """What two windows must share to be evaluated over the same sorted partitions."""
+        return (self.partition, self.order)
+
+
+@dataclass(frozen=True)
+class WindowSelect:
+    """A select with window functions: per position of the select its window (``windows``),
+    the columns that are expressions over a window's value (``over_windows``) and the number of
+    columns (``width``)."""
+
+    windows: dict[int, WindowItem]
+    over_windows: tuple[str, ...]
+    width: int
+
+
+def _expr_key(fields: dict[str, Any]) -> tuple[Any, Any] | None:
+    e = fields.get("exprId")
+    return (e.get("id"), e.get("jvmId")) if isinstance(e, dict) else None
+
+
+def _jexpr_key(jexpr: Any) -> tuple[Any, Any]:
+    e = jexpr.exprId()
+    return (int(e.id()), str(e.jvmId()))
+
+
+def _frame(tree: "_Node") -> WindowFrame:
+    rows = "RowFrame" in str(tree.fields.get("frameType", {}).get("object", ""))
+
+    def bound(node: "_Node", unbounded: str) -> tuple[int | None, bool]:
+        while node.cls == "Cast" and node.children:
+            node = node.children[0]
+        if node.cls == unbounded:
+            return None, True
+        if node.cls == "CurrentRow$":
+            return 0, True
+        if node.cls == "Literal":
+            try:
+                return int(str(node.fields.get("value"))), True
+            except ValueError:
+                return None, False
+        return None, False
+
+    if tree.cls != "SpecifiedWindowFrame" or len(tree.children) != 2:
+        return WindowFrame(rows, None, None, known=False)
+    (lo, lo_ok), (hi, hi_ok) = bound(tree.children[0], "UnboundedPreceding$"), bound(tree.children[1], "UnboundedFollowing$")
+    return WindowFrame(rows, lo, hi, lo_ok and hi_ok)
+
+
+def read_window_select(source: DataFrame, projected: DataFrame) -> WindowSelect | None:
+    """Describe ``projected``, a select over ``source`` with window functions (``None`` if its
+    plan has no Window): Spark's analyzed plan is a Project over Projects over one Window per
+    (partition, order) over a Project computing the window functions' argument and key
+    expressions (``_w0``) over ``source``."""
+    top = analyzed(projected)
+    if node_name(top) != "Project":
+        return None
+    node = top.child()
+    mids: dict[Any, _Node] = {}  # the Projects between the select and the windows: exprId -> definition
+    while node_name(node) == "Project":
+        for e in _seq(node.projectList()):
+            t = _tree(e)
+            if t.cls == "Alias":
+                mids[_expr_key(t.fields)] = t.children[0]
+        node = node.child()
+    windows: list[Any] = []
+    while node_name(node) == "Window":
+        windows.append(node)
+        node = node.child()
+    if not windows:
+        return None
+    below: dict[Any, tuple[_Node, Any]] = {}  # the expressions computed beneath the windows (_w0)
+    if node_name(node) == "Project" and not node.fastEquals(analyzed(source)):
+        for e in _seq(node.projectList()):
+            if node_name(e) == "Alias":
+                below[_jexpr_key(e)] = (_tree(e.child()), e.child())
+    produced: dict[Any, tuple[Any, _Node]] = {}  # window alias exprId -> (its JVM alias, tree)
+    for w in windows:
+        for e in _seq(w.windowExpressions()):
+            produced[_jexpr_key(e)] = (e, _tree(e))
+
+    def resolved(tree: "_Node") -> "_Node":
+        while tree.cls == "Alias":
+            tree = tree.children[0]
+        while tree.cls == "AttributeReference" and _expr_key(tree.fields) in mids:
+            tree = mids[_expr_key(tree.fields)]
+            while tree.cls == "Alias":
+                tree = tree.children[0]
+        return tree
+
+    def reads_window(tree: "_Node") -> bool:
+        for n in tree.walk():
+            if n.cls == "AttributeReference":
+                k = _expr_key(n.fields)
+                if k in produced or (k in mids and reads_window(mids[k])):
+                    return True
+        return False
+
+    out: dict[int, WindowItem] = {}
+    over: list[str] = []
+    items = _seq(top.projectList())
+    for i, jexpr in enumerate(items):
+        tree = _tree(jexpr)
+        name = str(tree.fields["name"])
+        inner = resolved(tree)
+        key = _expr_key(inner.fields) if inner.cls == "AttributeReference" else None
+        if key in produced:
+            out[i] = _window_item(name, i, *produced[key], below)
+        elif reads_window(inner):
+            over.append(name)
+    return WindowSelect(out, tuple(over), len(items))
+
+
+def _window_item(name: str, index: int, jalias: Any, tree: "_Node", below: dict[Any, tuple["_Node", Any]]) -> WindowItem:
+    wexpr = tree.children[0]  # Alias -> WindowExpression(function, spec)
+    fn, spec = wexpr.children
+    jfn = jalias.child().windowFunction()
+
+    def source(node: "_Node") -> "_Node":
+        if node.cls == "AttributeReference" and _expr_key(node.fields) in below:
+            return below[_expr_key(node.fields)][0]
+        return node
+
+    def source_sql(jnode: Any) -> str:
+        if node_name(jnode) == "AttributeReference" and _jexpr_key(jnode) in below:
+            return str(below[_jexpr_key(jnode)][1].sql())
+        return str(jnode.sql())
+
+    n_part = len(spec.fields.get("partitionSpec", []))
+    n_order = len(spec.fields.get("orderSpec", []))
+    parts, orders = spec.children[:n_part], spec.children[n_part:n_part + n_order]
+    frame = _frame(spec.children[n_part + n_order]) if len(spec.children) > n_part + n_order else WindowFrame(True, None, None, False)
+
+    def column(node: "_Node") -> str | None:
+        return str(node.fields["name"]) if node.cls == "AttributeReference" and _expr_key(node.fields) not in below else None
+
+    partition = tuple(column(p) for p in parts)
+    order = tuple((column(o.children[0]), "Ascending" in str(o.fields.get("direction")), "NullsFirst" in str(o.fields.get("nullOrdering")))
+                  for o in orders)
+    jspec = jalias.child().windowSpec()
+    key_sql = tuple(source_sql(p) for p in _seq(jspec.partitionSpec())) + tuple(source_sql(o.child()) for o in _seq(jspec.orderSpec()))
+    key_refs = sorted({r for node in (*parts, *(o.children[0] for o in orders)) for r in references(source(node))})
+    aggregate = None
+    if fn.cls == "AggregateExpression":
+        agg_fn = fn.children[0]
+        jagg = jfn.aggregateFunction()
+        args = [source(c) for c in agg_fn.children]
+        opaque = next((o for c in args if (o := _opaque(c)) is not None), None)
+        texts = tuple(source_sql(c) for c in _seq(jagg.children()))
+        first = args[0] if args else None
+        argument = None
+        if first is not None and first.cls != "Literal" and opaque is None:
+            argument = texts[0]
+        elif first is not None and first.cls == "Literal":
+            argument = "1"
+        refs = tuple(sorted({r for a in args for r in references(a)}))
+        aggregate = AggregateItem(
+            name, agg_fn.cls, bool(fn.fields.get("isDistinct")), argument, first is not None and first.cls == "Literal",
+            len(agg_fn.children), len(fn.children) > 1, _SQL_NAMES.get(agg_fn.cls) or str(jagg.prettyName()), opaque,
+            texts if opaque is None and first is not None and first.cls != "Literal" else (), refs,
+            bool(agg_fn.fields.get("ignoreNulls")), None)
+        sql_name = aggregate.sql_name or agg_fn.cls
+        fn_refs = refs
+    else:
+        sql_name = str(jfn.prettyName())
+        fn_refs = tuple(sorted({r for c in fn.children for r in references(source(c))}))
+    return WindowItem(name, index, aggregate.function if aggregate is not None and aggregate.function else fn.cls, sql_name,
+                      aggregate, partition, order, frame, fn_refs, tuple(key_refs), key_sql)

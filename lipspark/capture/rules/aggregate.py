@@ -40,7 +40,7 @@ from pyspark.sql import types as T
 
 from lipspark.capture.layout import Layout, check_visible
 from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
-from lipspark.capture.plan import AggregateItem, read_aggregate
+from lipspark.capture.plan import AggregateItem, analyzed, read_aggregate
 from lipspark.capture.plan import column_references
 from lipspark.capture.rules._common import BLACK_BOX_HINT, normalized
 from lipspark.capture.rules.condition import record_condition, valued_columns
@@ -187,6 +187,9 @@ def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence
     else:
         plain = df.groupBy(*key_cols).agg(*exprs)
         items = read_aggregate(plain) or []
+        if not items and "Window [" in str(analyzed(plain).toString()):
+            raise UnsupportedOperation("a window function inside agg(...)", "aggregate first, groupBy(...).agg(...), then add "
+                                       "the window to the result: .withColumn('w', F.sum('total').over(Window.partitionBy()))")
         if not items:
             raise UnsupportedOperation("this aggregation", "groupBy(...).agg(...) with " + _SUPPORTED)
         items = items[len(key_cols):]

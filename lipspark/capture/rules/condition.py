@@ -38,16 +38,17 @@ def valued_columns(read: Iterable[str], values: Sequence[str]) -> list[str]:
     return sorted({c for c in read if c in have})
 
 
-def record_condition(tracker: "Tracker", inputs: Sequence[tuple[DataFrame, Sequence[str]]], label: str) -> None:
+def record_condition(tracker: "Tracker", inputs: Sequence[tuple[DataFrame, Sequence[str]]], label: str) -> int | None:
     """Record the CONDITION v-node of one operation: ``inputs`` are the annotated frames it
-    read (one, or a join's two sides) with their valued columns the condition reads."""
+    read (one, or a join's two sides) with their valued columns the condition reads. Returns
+    the node's id (``None``: the condition read no v-node, nothing recorded)."""
     parts = []
     for df, columns in inputs:
         if columns:
             ids = F.explode(F.array(*[F.col(value_col(c)) for c in columns])).alias("c")
             parts.append(df.select(ids))
     if not parts:
-        return
+        return None
     read = parts[0]
     for p in parts[1:]:
         read = read.unionAll(p)
@@ -59,6 +60,7 @@ def record_condition(tracker: "Tracker", inputs: Sequence[tuple[DataFrame, Seque
         F.lit(None).cast("string").alias("value"),
     )
     tracker.builder.record(RowNodeSegment(seg, tracker.context, label=label, op=Op.CONDITION), nodes=nodes)
+    return segment_node(seg)
 
 
 def record_join_condition(left: "AnnotatedFrame", right: "AnnotatedFrame", joined: DataFrame,

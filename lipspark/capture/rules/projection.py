@@ -22,8 +22,9 @@ from pyspark.sql import types as T
 
 from lipspark.capture.layout import Layout, check_visible
 from lipspark.vocabulary.columns import PREFIX, bag_col, factor, is_hidden, value_col
-from lipspark.capture.plan import Projection, ProjectionItem, read_projection
-from lipspark.capture.rules._common import BLACK_BOX_HINT, NO_VALUE, as_list
+from lipspark.capture.plan import Projection, ProjectionItem, WindowSelect, read_projection
+from lipspark.capture.rules import window as _window
+from lipspark.capture.rules._common import NO_VALUE, as_list
 from lipspark.errors import AnnotationError, UnsupportedOperation
 from lipspark.vocabulary import Op, RowNodeSegment
 from lipspark.vocabulary.ids import node_hash_col
@@ -53,10 +54,13 @@ class Derived:
 def select(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
     """Projection: read what Spark makes of ``cols``, then apply the matching rule."""
     columns = _expand_star(frame, as_list(cols))
-    proj, fast = _read(frame, columns)
-    if any(is_hidden(it.name) for it in proj.items):  # a bare star given as a Column: expand it, analyze again
-        columns = _expand_star(frame, columns, columns_too=True)
-        proj, fast = _read(frame, columns)
+    read = _read(frame, columns)
+    if not isinstance(read, WindowSelect) and any(is_hidden(it.name) for it in read[0].items):
+        columns = _expand_star(frame, columns, columns_too=True)  # a bare star given as a Column: expand it, analyze again
+        read = _read(frame, columns)
+    if isinstance(read, WindowSelect):  # window functions: their own rule, then this select over its result
+        return select(*_window.stage(frame, columns, read))
+    proj, fast = read
     check_no_hidden(proj.items)
     names = [it.name for it in proj.items]
     for n in names:
@@ -123,10 +127,11 @@ def _expand_star(frame: AnnotatedFrame, cols: list[Any], columns_too: bool = Fal
     return out
 
 
-def _read(frame: AnnotatedFrame, cols: list[Any]) -> tuple[Projection, DataFrame | None]:
+def _read(frame: AnnotatedFrame, cols: list[Any]) -> tuple[Projection, DataFrame | None] | WindowSelect:
     """The projection Spark analyzed, and (when the frame has no value or bag annotation to
     re-route) the select carrying the factors, which then serves as the result too: Spark
-    analyzes every select on the driver, costly for wide expressions."""
+    analyzes every select on the driver, costly for wide expressions. A select with window
+    functions is the windows Spark analyzed (:mod:`~lipspark.capture.rules.window`)."""
     df, layout = frame.with_annotations(), frame.layout
     fast = None
     if not layout.values and not layout.bags:
@@ -138,9 +143,15 @@ def _read(frame: AnnotatedFrame, cols: list[Any]) -> tuple[Projection, DataFrame
     if proj is not None and fast is not None:
         proj = replace(proj, items=proj.items[: len(proj.items) - layout.k])
     if proj is None:
+        try:
+            windows = _window.windowed(df, df.select(*cols))
+        except AnalysisException:
+            windows = None
+        if windows is not None:
+            return windows
         raise UnsupportedOperation(
-            "select with aggregate or window functions",
-            "groupBy(...).agg(...) for aggregates; for window functions " + BLACK_BOX_HINT,
+            "select with aggregate functions",
+            "groupBy(...).agg(...) for aggregates, or a window function over Window.partitionBy(...) for a value per row",
         )
     return proj, fast
 
