@@ -22,10 +22,11 @@ execution — which is committed, so what violates the check can be traced (``vi
 query language) — as a data-build tool stops after a failing test of a table it built.
 
 Checks are declared on a module (``Module(checks=[...])``: every node running it) or on one node
-of a workflow (``Workflow.check(node, check)``). Each execution evaluates all of them in one Spark
-job over the files it wrote (so provenance on, off or deferred give the same verdicts:
-:mod:`lipspark.workflow.verdicts`) and keeps the verdicts and the violating rows' positions in
-its ``checks.json`` (:mod:`lipspark.vocabulary.checks`).
+of a workflow (``Workflow.check(node, check)``). Each execution evaluates all of them on the rows
+it writes — as aggregates observed by the writes, then one Spark job over the written files for
+the violating rows' positions (:mod:`lipspark.workflow.verdicts`), so provenance on, off or
+deferred give the same verdicts — and keeps the verdicts and those positions in its
+``checks.json`` (:mod:`lipspark.vocabulary.checks`).
 
 >>> c = Check("Bids1", "positive amount", "Amount > 0")
 >>> c.on, c.level

@@ -43,7 +43,8 @@ from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, Invocatio
 from lipspark.vocabulary.ids import positional, positional_col
 from lipspark.vocabulary.lineage import LINEAGE_FILE, LINEAGE_FORMAT, LINEAGE_VERSION, RelationLineage
 from lipspark.vocabulary.tokens import key_violation
-from lipspark.workflow.verdicts import Target, evaluate
+from lipspark.workflow.checks import Check
+from lipspark.workflow.verdicts import Target, Watch, evaluate, observe
 from lipspark.workflow.module import Module, Relation
 from lipspark.vocabulary.checks import CHECKS_FILE, CHECKS_FORMAT, CHECKS_VERSION, CheckResult
 from lipspark.workflow.numbering import Block, blocks, initial_segments
@@ -111,11 +112,15 @@ class Executor:
         self._targets: list[Target] = []
         #: the verdicts of the last execution's checks (lipspark.workflow.checks)
         self.check_results: list[CheckResult] = []
+        #: each check's observed metric, built once per executor (lipspark.workflow.verdicts.observe)
+        self._metrics: dict[Any, Any] = {}
 
     # ------------------------------------------------------------------ relations on disk
-    def _writer(self, df: Any, rel_dir: str) -> tuple[Callable[[], None], Any]:
-        """The job that writes ``df`` at ``rel_dir`` (planned now, run by the caller), and the
-        frame it writes before its layout (already analyzed: the column lineage reads its plan)."""
+    def _writer(self, df: Any, rel_dir: str, checks: tuple[Check, ...] = ()) -> tuple[Callable[[], Watch | None], Any]:
+        """The job that writes ``df`` at ``rel_dir`` (planned now, run by the caller) and returns
+        what it observed of ``checks`` (:func:`lipspark.workflow.verdicts.observe`, added when the
+        job runs, so its planning overlaps the other writes), and the frame it writes before its
+        layout (already analyzed: the column lineage reads its plan)."""
         written = df.with_annotations() if isinstance(df, AnnotatedFrame) else df
         data = written
         if isinstance(df, AnnotatedFrame) or self.store.capture == "deferred":
@@ -126,7 +131,13 @@ class Executor:
             # (which have no hidden columns: rows tied on the visible ones are alike to a consumer)
             data = written.coalesce(1).sortWithinPartitions(*_sort_keys(written))
         path = self.store.resolve(rel_dir)
-        return (lambda: data.write.mode("errorifexists").parquet(path)), written
+
+        def job() -> Watch | None:
+            observed, watch = observe(data, checks, self._metrics) if checks else (data, None)
+            observed.write.mode("errorifexists").parquet(path)
+            return watch
+
+        return job, written
 
     def _token_relation(self, builder: GraphBuilder, context: Context, rel: Relation, rel_dir: str,
                         node_type: str | None = "i", what: str = "", seg: int | None = None) -> RelationDescriptor:
@@ -416,23 +427,24 @@ class Executor:
                    for rname in names]
         for rname, _, _ in planned:
             check_schema(module, module.relation(rname), result[rname])
-        writes = [self._writer(result[rname], rel_dir) for rname, _, rel_dir in planned]
+        checks = {rname: self.workflow.checks_of(inv.node, rname) for rname, _, _ in planned}
+        writes = [self._writer(result[rname], rel_dir, checks[rname]) for rname, _, rel_dir in planned]
         writers = [job for job, _ in writes]
         # the column lineage is driver work (a plan as JSON), so it runs while the writes' jobs do
         lineage = [self._lineage_of(inv, rname, written, rel_dir, "output" if kind == "output" else "state")
                    for (rname, kind, rel_dir), (_, written) in zip(planned, writes)]
         actions: list[Callable[[], Any]] = [*writers, *lineage]
         done = run_concurrently(actions)
+        watches: list[Watch | None] = done[:len(writers)]
         for record, seconds in done[len(writers):]:
             self._lineage.append(record)
             self.lineage_seconds += seconds
         described: tuple[dict[str, RelationDescriptor], dict[str, RelationDescriptor]] = ({}, {})
-        for rname, kind, rel_dir in planned:
+        for (rname, kind, rel_dir), watch in zip(planned, watches):
             desc = self._describe_result(inv, module.relation(rname), result[rname], rel_dir, kind)
             described[kind == "collapse"][rname] = desc
-            checks = self.workflow.checks_of(inv.node, rname)
-            if checks:
-                self._targets.append(Target(inv.node, module.name, rname, desc, self.store.resolve(rel_dir), checks))
+            if checks[rname]:
+                self._targets.append(Target(inv.node, module.name, rname, desc, self.store.resolve(rel_dir), checks[rname], watch))
         return described
 
     def _out_dir(self, n: int) -> str:

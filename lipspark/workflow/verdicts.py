@@ -1,15 +1,25 @@
-"""Evaluating integrity checks (:mod:`lipspark.workflow.checks`): every check of an execution in one Spark job.
+"""Evaluating integrity checks (:mod:`lipspark.workflow.checks`): observed as relations are written,
+and one Spark job for what that leaves open.
 
-The executor gives :func:`evaluate` each relation an execution wrote that has checks (a
-:class:`Target`); one union of small frames over the *written files* — a row check's violating
-rows with their positions, a table check's one-row verdict — is collected once, so the verdicts
-are the same with provenance on, off or deferred, and cost one job beside the graph's.
+Most checks cost nothing but a few aggregates: :func:`observe` adds each check of a relation to
+the job that writes it as an observed metric (Spark's ``Observation``: a row check's number of
+violating rows, a table check's verdict), computed on the very rows written, so the verdicts are
+the same with provenance on, off or deferred. The executor then gives :func:`evaluate` each
+relation with checks (a :class:`Target`). What the writes did not settle — the positions of the
+rows violating a row check (a row's position is known only in the written file), and checks Spark
+cannot observe (an aggregate with DISTINCT, a predicate over ``*``) — is one union of small
+frames over the *written files*, collected once; an execution whose checks all hold runs no job
+for them at all.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import re
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from functools import reduce
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from lipspark.errors import WorkflowError
 from lipspark.vocabulary.checks import CheckResult
@@ -18,12 +28,30 @@ from lipspark.workflow.checks import Check
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["Target", "prepare", "evaluate"]
+__all__ = ["Target", "Watch", "observe", "prepare", "evaluate"]
+
+
+@dataclass(frozen=True)
+class Watch:
+    """The checks a relation's write observed: Spark's ``Observation`` and, for each observed
+    check (its index among the relation's checks), the metric ``c<index>``."""
+
+    observation: Any
+    indices: tuple[int, ...]
+
+    def metrics(self) -> dict[int, Any]:
+        """Each observed check's metric; empty if the write did not report them (then the job
+        over the written files decides)."""
+        jo = self.observation._jo
+        if jo is None or not jo.future().isCompleted():
+            return {}
+        got = self.observation.get
+        return {i: got[f"c{i}"] for i in self.indices if f"c{i}" in got}
 
 
 @dataclass(frozen=True)
 class Target:
-    """A relation an invocation wrote and the checks on it."""
+    """A relation an invocation wrote, the checks on it and what its write observed of them."""
 
     node: str
     module: str
@@ -32,6 +60,105 @@ class Target:
     desc: Any
     path: str
     checks: tuple[Check, ...]
+    watch: Watch | None = None
+
+
+#: a ``*`` standing for columns (``struct(*)``, ``hash(*)``, ``t.*``), not a product nor ``count(*)``
+_STAR = re.compile(r"(?<![\w)])\*(?=\s*[),]|\s*$)")
+
+
+def _observable(check: Check, column: "Column") -> bool:
+    """Whether ``check`` may be observed on the frame being written, whose hidden columns
+    (provenance) it would see through a ``*``: such a predicate is left to the job, which reads
+    the visible columns only."""
+    from lipspark.vocabulary.columns import PREFIX
+
+    text = (check.predicate if isinstance(check.predicate, str) else str(column)).replace("count(*)", "count(1)")
+    return not _STAR.search(text) and PREFIX not in text
+
+
+def _metric(check: Check, column: "Column", name: str) -> "Column":
+    """The observed metric of ``check``: a row check's number of violating rows (false, not null,
+    violates), a table check's verdict (null fails)."""
+    from pyspark.sql import functions as F
+
+    if check.on == "row":
+        return F.count(F.when(~F.coalesce(column, F.lit(True)), F.lit(1))).alias(name)
+    return F.coalesce(column, F.lit(False)).alias(name)
+
+
+#: PySpark's loggers of an AnalysisException raised from a DataFrame call (a Column predicate)
+#: or from SQL text (``F.expr``, a predicate given as text)
+_CONTEXT_LOGGERS = ("DataFrameQueryContextLogger", "SQLQueryContextLogger")
+_QUIET_LOCK = threading.Lock()
+_quiet_depth = 0
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """PySpark logs each AnalysisException with a query context before raising it; a check
+    Spark cannot observe is expected here (it goes to the job), so not a line on stderr. (Writes
+    run in threads: the logger is quiet while any of them is here.)"""
+    global _quiet_depth
+    loggers = [logging.getLogger(name) for name in _CONTEXT_LOGGERS]
+    with _QUIET_LOCK:
+        _quiet_depth += 1
+        for logger in loggers:
+            logger.disabled = True
+    try:
+        yield
+    finally:
+        with _QUIET_LOCK:
+            _quiet_depth -= 1
+            if not _quiet_depth:
+                for logger in loggers:
+                    logger.disabled = False
+
+
+def observe(frame: "DataFrame", checks: Sequence[Check], memo: "dict[tuple[Check, int], Column | None] | None" = None
+            ) -> "tuple[DataFrame, Watch | None]":
+    """``frame`` with the checks Spark can observe added to the job that writes it, and what to
+    read their metrics from once written (:meth:`Watch.metrics`); ``None`` if none can be.
+
+    A check Spark refuses to observe (DISTINCT, a non-deterministic table predicate, a predicate
+    of the wrong kind, whose one-line error the job gives) is left to :func:`evaluate`'s job.
+    ``memo`` keeps each check's metric (a Column, or ``None`` when it cannot be observed) for the
+    next execution of the same workflow and session: building them costs JVM calls."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import Observation
+
+    memo = {} if memo is None else memo
+    metrics = []
+    for i, c in enumerate(checks):
+        if (c, i) not in memo:
+            try:  # SQL text that does not parse, a function returning no Column: the job says so in one line
+                column = c.column()
+                memo[c, i] = _metric(c, column, f"c{i}") if _observable(c, column) else None
+            except (AnalysisException, WorkflowError):
+                memo[c, i] = None
+        metric = memo[c, i]
+        if metric is not None:
+            metrics.append((i, metric))
+    with _quiet():
+        for attempt in range(2):
+            if not metrics:
+                return frame, None
+            obs = Observation()
+            try:
+                return frame.observe(obs, *[m for _, m in metrics]), Watch(obs, tuple(i for i, _ in metrics))
+            except AnalysisException:
+                if attempt:
+                    raise
+            # some check cannot be observed: keep those Spark takes one by one (analysis only)
+            kept = []
+            for i, m in metrics:
+                try:
+                    frame.observe(f"lipspark-check-{i}", m)
+                    kept.append((i, m))
+                except AnalysisException:
+                    memo[checks[i], i] = None  # the relation's next write does not try it again
+            metrics = kept
+    return frame, None
 
 
 def prepare(spark: "SparkSession", targets: Sequence[Target]) -> "tuple[DataFrame | None, list[tuple[Target, Check]]]":
@@ -96,23 +223,42 @@ def _refuse(src: Any, visible: list[str], t: Target) -> None:
 
 
 def evaluate(spark: "SparkSession", targets: Sequence[Target]) -> list[CheckResult]:
-    """Every check on ``targets``, in one Spark job; one :class:`CheckResult` each, in declaration order."""
-    frame, order = prepare(spark, targets)
-    if frame is None:
-        return []
+    """Every check on ``targets``; one :class:`CheckResult` each, in declaration order.
+
+    A check its write observed is settled by its metric, unless it is a row check with violating
+    rows: their positions, and the checks not observed, come from one Spark job over the written
+    files, which decide."""
+    settled: dict[tuple[int, int], tuple[bool, int]] = {}
+    left: list[Target] = []
+    for ti, t in enumerate(targets):
+        metrics = t.watch.metrics() if t.watch is not None else {}
+        for k, c in enumerate(t.checks):
+            if k in metrics and c.on == "table":
+                settled[ti, k] = (bool(metrics[k]), 0 if metrics[k] else 1)
+            elif k in metrics and metrics[k] == 0:
+                settled[ti, k] = (True, 0)
+        rest = tuple(c for k, c in enumerate(t.checks) if (ti, k) not in settled)
+        if rest:
+            left.append(replace(t, checks=rest, watch=None))
     hits: dict[int, list[int]] = {}
-    for row in frame.collect():
-        hits.setdefault(int(row["c"]), []).append(int(row["p"]))
+    frame, order = prepare(spark, left)
+    if frame is not None:
+        for row in frame.collect():
+            hits.setdefault(int(row["c"]), []).append(int(row["p"]))
+    found = {(t.node, t.relation, id(c)): hits.get(i, []) for i, (t, c) in enumerate(order)}
     out = []
-    for i, (t, c) in enumerate(order):
-        got = hits.get(i, [])
-        if c.on == "row":
-            positions = tuple(sorted(got))
-            passed, violations = not positions, len(positions)
-        else:
-            positions, passed = (), got == [-2]
-            violations = 0 if passed else 1
-        out.append(CheckResult(t.node, t.module, t.relation, c.name, c.on, c.level, _text(c), passed, violations, positions, t.desc.dir))
+    for ti, t in enumerate(targets):
+        for k, c in enumerate(t.checks):
+            positions: tuple[int, ...] = ()
+            if (ti, k) in settled:
+                passed, violations = settled[ti, k]
+            elif c.on == "row":
+                positions = tuple(sorted(found[t.node, t.relation, id(c)]))
+                passed, violations = not positions, len(positions)
+            else:
+                passed = found[t.node, t.relation, id(c)] == [-2]
+                violations = 0 if passed else 1
+            out.append(CheckResult(t.node, t.module, t.relation, c.name, c.on, c.level, _text(c), passed, violations, positions, t.desc.dir))
     return out
 
 
