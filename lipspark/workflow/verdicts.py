@@ -13,7 +13,6 @@ for them at all.
 """
 from __future__ import annotations
 
-import logging
 import re
 import threading
 from contextlib import contextmanager
@@ -100,7 +99,11 @@ def _quiet() -> Iterator[None]:
     Spark cannot observe is expected here (it goes to the job), so not a line on stderr. (Writes
     run in threads: the logger is quiet while any of them is here.)"""
     global _quiet_depth
-    loggers = [logging.getLogger(name) for name in _CONTEXT_LOGGERS]
+    from pyspark.logger import PySparkLogger
+
+    # PySpark's own getLogger: a plain logging.getLogger would register plain Loggers under these
+    # names, which PySpark later gets back and calls with its own keywords (TypeError)
+    loggers = [PySparkLogger.getLogger(name) for name in _CONTEXT_LOGGERS]
     with _QUIET_LOCK:
         _quiet_depth += 1
         for logger in loggers:

@@ -70,3 +70,24 @@ def test_a_predicate_that_cannot_be_built_is_left_to_the_job_and_refusals_are_re
     _, watch = verdicts.observe(df, [broken, distinct, fine], memo)
     assert watch is not None and watch.indices == (2,)
     assert memo[broken, 0] is None and memo[distinct, 1] is None  # the next write tries only the fine one
+
+
+def test_quieting_the_context_loggers_leaves_pyspark_its_own_loggers(spark, monkeypatch):
+    """Quieting must not register plain Loggers under PySpark's names: PySpark gets them back
+    and calls them with its own keywords, so every later Spark error raised a TypeError instead
+    (a crash culprit was reported as module code failing while it built its plan)."""
+    import logging
+
+    from pyspark.errors import AnalysisException
+    from pyspark.logger import PySparkLogger
+    from pyspark.sql import functions as F
+
+    for name in verdicts._CONTEXT_LOGGERS:  # as in a fresh process, before PySpark logged anything
+        monkeypatch.delitem(logging.Logger.manager.loggerDict, name, raising=False)
+    with verdicts._quiet():
+        pass
+    assert all(isinstance(logging.getLogger(n), PySparkLogger) for n in verdicts._CONTEXT_LOGGERS)
+    try:
+        spark.range(1).select(F.col("nope")).collect()  # a DataFrame error PySpark logs with its query context
+    except AnalysisException as err:
+        assert "nope" in str(err)
