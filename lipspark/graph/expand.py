@@ -489,18 +489,19 @@ def _stored_p(desc: RelationDescriptor, df: pd.DataFrame) -> np.ndarray:
     assert desc.p is not None  # checked by _scheme_k
     pos = df["__pos"].to_numpy(dtype="int64")
     own = positional(desc.p.seg, pos)
-    if desc.p.kind in ("token", "output"):
+    if desc.p.kind in ("token", "output", "state"):
         return own
     return member_ids(_factors(df, desc.p.k), own)
 
 
-def _boundary_rows(s: BoundarySegment, root: str | None) -> tuple[pd.DataFrame, list[str]]:
-    """The stored relation's rows (the columns this role needs) and its data columns."""
+def _boundary_rows(s: BoundarySegment, root: str | None, fine: bool = True) -> tuple[pd.DataFrame, list[str]]:
+    """The stored relation's rows (the columns this role needs; without ``fine``, none of the
+    hidden columns that point at the producer's fine nodes) and its data columns."""
     desc = s.source
-    k = _scheme_k(desc)
+    k = _scheme_k(desc) if fine else 0
     cols = [factor(i) for i in range(k)] if desc.p is not None and (desc.p.kind == "collapse" or s.role in ("o", "collapse")) else []
     if s.column is not None:
-        cols += [value_col(s.column), s.column]
+        cols += [value_col(s.column), s.column] if fine else [s.column]
     data_cols: list[str] = []
     if desc.files and (s.role in ("i", "s", "o") or s.column is not None):  # a value is shown with its tuple
         schema = pq.read_schema(local_path(desc.files[0].path, root))
@@ -523,6 +524,10 @@ def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data
     """A value crossing the boundary: a v-node over the value's own node and the invocation,
     tagged with the tuple it is a value of."""
     assert s.column is not None
+    if value_col(s.column) not in df.columns:  # the coarse graph: no v-node of the fine computation behind
+        if not s.every_row or (s.role in ("i", "s") and (s.source.values.get(s.column) is None or not s.source.every_row)):
+            raise StoreError(f"the coarse graph has no v-node ids of column {s.column!r} of {s.relation!r} (boundary role {s.role!r})")
+        df = df.assign(**{value_col(s.column): pd.Series([None] * len(df), dtype="Int64")})
     stored = df[value_col(s.column)]
     has = stored.notna().to_numpy()
     keep = np.ones(len(df), dtype=bool) if s.every_row else has
@@ -534,8 +539,11 @@ def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data
         child = stored.fillna(0).to_numpy(dtype="int64")
     ids, child, has = ids[keep], child[keep], has[keep]
     values = [_py(x) for x in df[s.column][keep].tolist()] if s.column in df.columns else None
-    nodes = _tag(_nodes(ids, "v", s.op, "·", s.seg, values), s, df[keep], data_cols, "o" if s.role == "vo" else s.role)
+    ntype = {"vo": "o", "vs": None}.get(s.role, s.role)
+    nodes = _tag(_nodes(ids, "v", s.op, "·", s.seg, values), s, df[keep], data_cols, ntype)
     nodes["column"] = s.column
+    if s.role == "vs":  # a new state row's value: its reader adds the invocation that reads it
+        return nodes, _edges(child[has], ids[has])
     inv = np.full(len(ids), s.invocation, dtype=np.int64)
     return nodes, concat_frames([_edges(child[has], ids[has]), _edges(inv, ids)])
 
@@ -547,13 +555,18 @@ def _boundary_inputs(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data
     return nodes, concat_frames([_edges(_stored_p(s.source, df), ids), _edges(inv, ids)])
 
 
-def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str]) -> Nodes:
+def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str], fine: bool = True) -> Nodes:
     """Output nodes (· of the tuple's factors and the invocation), or the · nodes over a new
-    state tuple's factors where it has several (``collapse``)."""
-    fs = _factors(df, _scheme_k(s.source))
+    state tuple's factors (``collapse``: on every row under the ``state`` scheme, where it has
+    several factors under ``collapse``)."""
+    fs = _factors(df, _scheme_k(s.source) if fine else 0)
     if s.role == "collapse":
-        nz = sum((f != 0).astype("int64") for f in fs) if fs else np.zeros(len(df), dtype="int64")
-        keep = np.asarray(nz > 1)
+        assert s.source.p is not None  # checked by _scheme_k
+        if s.source.p.kind == "state":  # every row a · node of its own
+            keep = np.ones(len(df), dtype=bool)
+        else:
+            nz = sum((f != 0).astype("int64") for f in fs) if fs else np.zeros(len(df), dtype="int64")
+            keep = np.asarray(nz > 1)
         ids = ids[keep]
         fs = [f[keep] for f in fs]
         nodes = _nodes(ids, "p", s.op, "·", s.seg)
@@ -567,26 +580,28 @@ def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, da
     return nodes, concat_frames([_edges(src[keep], dst[keep]), inv_edges])
 
 
-def _boundary(s: BoundarySegment, root: str | None) -> Nodes:
+def _boundary(s: BoundarySegment, root: str | None, fine: bool = True) -> Nodes:
     """Module input (i), state (s), output (o) and collapse (·) nodes of a stored relation, or
-    the v-nodes of one of its value columns."""
-    df, data_cols = _boundary_rows(s, root)
+    the v-nodes of one of its value columns (``fine``: with their edges from the producer's
+    fine nodes; without, as in the coarse graph of a deferred store, whose files have no
+    hidden columns)."""
+    df, data_cols = _boundary_rows(s, root, fine)
     ids = positional(s.seg, df["__pos"].to_numpy(dtype="int64"))
     if s.column is not None:
         return _boundary_values(s, df, ids, data_cols)
     if s.role in ("i", "s"):
         return _boundary_inputs(s, df, ids, data_cols)
-    return _boundary_products(s, df, ids, data_cols)
+    return _boundary_products(s, df, ids, data_cols, fine)
 
 
 # ---------------------------------------------------------------------------------- all segments
 
 
-def _expand_one(s: Segment, tables: Tables, root: str | None) -> Nodes:
+def _expand_one(s: Segment, tables: Tables, root: str | None, fine: bool = True) -> Nodes:
     if isinstance(s, BaseSegment):
         return _base(s, tables, root)
     if isinstance(s, BoundarySegment):
-        return _boundary(s, root)
+        return _boundary(s, root, fine)
     if isinstance(s, InvocationSegment):
         return _invocation(s)
     if isinstance(s, GroupSegment):
@@ -598,16 +613,18 @@ def _expand_one(s: Segment, tables: Tables, root: str | None) -> Nodes:
     raise StoreError(f"unknown segment kind {type(s).__name__} in segment {s.seg}; written by a newer lipspark?")
 
 
-def expand_segments(segments: Sequence[tuple[Segment, Tables]], root: str | None = None) -> Nodes:
+def expand_segments(segments: Sequence[tuple[Segment, Tables]], root: str | None = None, *, fine: bool = True) -> Nodes:
     """Nodes and edges of a graph from ``[(segment, tables)]`` (as :func:`lipspark.store.read_segments`
     reads them, or as capture collects them).
 
     ``root`` resolves relative file paths (a workflow store's directory). Two different nodes
-    with the same id are a :class:`~lipspark.errors.StoreError`.
+    with the same id are a :class:`~lipspark.errors.StoreError`. ``fine=False``: boundary
+    segments over files without hidden columns (a deferred store's coarse graph,
+    :mod:`lipspark.workflow.coarse`), their nodes without the edges from the fine computation.
     """
     node_parts, edge_parts = [], []
     for s, tables in segments:
-        n, e = _expand_one(s, tables, root)
+        n, e = _expand_one(s, tables, root, fine)
         for attr in ("module", "node", "execution", "invocation"):
             n[attr] = getattr(s.context, attr)
         node_parts.append(n)

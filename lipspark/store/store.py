@@ -148,6 +148,7 @@ class Store:
             "capture": capture if provenance else None,
             "definition": os.path.abspath(definition) if definition else None,
             "next_segment": 1,
+            "state_scheme": "state",
             "initial": None,
             "executions": [],
         }
@@ -255,6 +256,13 @@ class Store:
         if not self.meta["provenance"]:
             return None
         return self.meta.get("capture") or "eager"
+
+    @property
+    def state_scheme(self) -> str:
+        """How the rows of state relations this store writes get p-nodes (:class:`PScheme`):
+        ``"state"``, or ``"collapse"`` in a store made before the ``state`` scheme (it keeps
+        the scheme its graph began with)."""
+        return str(self.meta.get("state_scheme", "collapse"))
 
     def graph_store(self) -> "Store | None":
         """The store whose graph answers queries about this one: itself when capture is eager,

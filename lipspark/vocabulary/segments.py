@@ -42,7 +42,7 @@ from lipspark.vocabulary.ops import Op
 __all__ = [
     "FORMAT_VERSION", "AGGREGATES_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
-    "MonusSegment", "BOUNDARY_ROLES", "BASE_ID",
+    "MonusSegment", "BOUNDARY_ROLES", "P_SCHEMES", "BASE_ID",
 ]
 
 #: Version of the graph layout (manifest ``version``) that capture writes for a graph using
@@ -60,8 +60,9 @@ READABLE_VERSIONS = (1, 2, 3)
 #: Column of a combined table (version 2) holding the segment number of each row.
 SEG_COLUMN = "seg"
 #: A boundary segment's role: module input, state read, output, state written (the · node
-#: over a new state tuple's factors, when it has several) and an output value column.
-BOUNDARY_ROLES = ("i", "s", "o", "collapse", "vo")
+#: over a new state tuple's factors: on every row under the ``state`` scheme, where it has
+#: several under ``collapse``), an output value column and a written state's value column.
+BOUNDARY_ROLES = ("i", "s", "o", "collapse", "vo", "vs")
 _CONTEXT = ("module", "node", "execution", "invocation")
 #: Column holding the token id in a base segment's ``tuples`` table (never a user column).
 BASE_ID = "__lp_id"
@@ -140,14 +141,24 @@ def file_crc32(path: str) -> int:
     return crc
 
 
+#: The p-node schemes of a stored relation (:class:`PScheme`).
+P_SCHEMES = ("token", "output", "state", "collapse")
+
+
 @dataclass(frozen=True)
 class PScheme:
     """How the p-node of each row of a stored relation is found.
 
     ``token``: the row is a base tuple, its token is ``positional(seg, row position)``;
     ``output``: the row's output node is ``positional(seg, position)``;
-    ``collapse``: the member rule over the row's ``k`` stored factors, with
-    ``positional(seg, position)`` as the · node when several are non-zero.
+    ``state``: a new state row's · node over its ``k`` stored factors is
+    ``positional(seg, position)``, on every row — so a reader of the state refers to the row
+    by its position alone, never to the writer's fine nodes, and is replayable without it;
+    ``collapse`` (stores made before): the member rule over the row's ``k`` stored factors,
+    with ``positional(seg, position)`` as the · node when several are non-zero.
+
+    >>> PScheme.from_json(PScheme("state", 12, 2).to_json())
+    PScheme(kind='state', seg=12, k=2)
     """
 
     kind: str
@@ -163,8 +174,8 @@ class PScheme:
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "PScheme":
         kind = str(_require(d, "kind", "a stored relation's p-node scheme"))
-        if kind not in ("token", "output", "collapse"):
-            raise StoreError(f"unknown p-node scheme {kind!r}; expected token, output or collapse")
+        if kind not in P_SCHEMES:
+            raise StoreError(f"unknown p-node scheme {kind!r}; expected one of {', '.join(P_SCHEMES)} (written by a newer lipspark?)")
         return cls(kind, int(d["seg"]), int(d.get("k", 1)))
 
 
@@ -458,7 +469,8 @@ class BoundarySegment(Segment):
     """Nodes of a stored relation at a module boundary, derived from its files: per row an
     input (``i``), state (``s``) or output (``o``) node, a · node over a new state tuple's
     factors (``collapse``), or, with ``column``, the v-node of that column's value
-    (roles ``i``/``s``/``vo``).
+    (roles ``i``/``s``/``vo``, and ``vs`` for a new state row's value: a · node over the
+    value's own node, without the invocation, as ``collapse`` is for the row).
 
     A value column's v-nodes are one per row (``every_row``: what a consumer can know from the
     data alone, so an invocation is replayable without its producer — docs/design.md, "Deferred
@@ -481,7 +493,7 @@ class BoundarySegment(Segment):
     @property
     def op(self) -> Op:
         """The operator of the nodes this segment makes."""
-        if self.role == "collapse":
+        if self.role in ("collapse", "vs"):
             return Op.TIMES
         return {"i": Op.INPUT, "s": Op.STATE}.get(self.role, Op.OUTPUT)
 

@@ -421,10 +421,11 @@ class _StoreGraph:
 
 def _stored_node(root: str, desc: RelationDescriptor, pos: int) -> int | None:
     """The node id the store's graph gives the row at ``pos`` of a stored relation (its token,
-    its output node, or for a state relation the member rule over its stored factors)."""
+    its output or new state row's node, or under the older ``collapse`` scheme the member rule
+    over its stored factors)."""
     p = desc.p
     assert p is not None
-    if p.kind in ("token", "output"):
+    if p.kind in ("token", "output", "state"):
         return int(positional(p.seg, pos))
     import pyarrow.parquet as pq
 

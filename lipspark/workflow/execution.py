@@ -192,15 +192,19 @@ class Executor:
             raise WorkflowError(f"module {inv.module.name!r} returned a plain DataFrame for {rel.name!r}; with provenance on, build it from the module's inputs and state")
         builder, context, layout = inv.tracker.builder, inv.tracker.context, frame.layout
         seg = inv.block.write(rel.name)
-        # an output's value columns get v-nodes of their own (role vo); a state's keep theirs
-        value_segs = {c: inv.block.write_value(rel.name, c) if kind == "output" else None for c in layout.values}
-        desc = RelationDescriptor(rel_dir, files, value_segs, layout.bags, PScheme(kind, seg, layout.k), every_row=True)
+        # rows and values get nodes of their own, numbered by position (docs/design.md, "Deferred
+        # capture"): what reads them refers to nothing inside this invocation; a store made before
+        # the state scheme keeps a state's rows and values as its writer's nodes
+        scheme = kind if kind == "output" else self.store.state_scheme
+        own_values = scheme != "collapse"
+        value_segs = {c: inv.block.write_value(rel.name, c) if own_values else None for c in layout.values}
+        desc = RelationDescriptor(rel_dir, files, value_segs, layout.bags, PScheme(scheme, seg, layout.k), every_row=True)
         builder.record(BoundarySegment(seg, context, role="o" if kind == "output" else "collapse", relation=rel.name,
                                        source=desc, invocation=inv.inv_id))
         for c, vseg in value_segs.items():
             if vseg is not None:
-                builder.record(BoundarySegment(vseg, context, role="vo", relation=rel.name, source=desc, invocation=inv.inv_id,
-                                               column=c, every_row=True))
+                builder.record(BoundarySegment(vseg, context, role="vo" if kind == "output" else "vs", relation=rel.name, source=desc,
+                                               invocation=inv.inv_id, column=c, every_row=True))
         return desc
 
     # ------------------------------------------------------------------ initial state

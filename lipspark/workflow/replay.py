@@ -134,8 +134,8 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
 def _state_read(store: Store, workflow: Any, every: list[dict[str, dict[str, dict[str, Probed]]]], n: int, node: str, module: str,
                 rname: str) -> RelationDescriptor:
     """The state relation ``rname`` of ``module`` as node ``node`` of execution ``n`` read it,
-    described as an eager run describes it: its writer's collapse segment, or the initial
-    state's tokens."""
+    described as an eager run describes it: its writer's state segment (rows and values
+    numbered by position), or the initial state's tokens."""
 
     order = workflow.topological_order()
     # the last writer before (n, node): an earlier node of this execution, else of an earlier one
@@ -148,8 +148,9 @@ def _state_read(store: Store, workflow: Any, every: list[dict[str, dict[str, dic
             p = every[e - 1][w]["writes"][rname]
             blk = blocks(workflow, e, rec["segments"][0])[w]
             d = _written_state(store, e, w, rname)
-            return RelationDescriptor(d.dir, d.files, {c: None for c in p.values}, p.bags, PScheme("collapse", blk.write(rname), p.k),
-                                      every_row=True)
+            scheme = store.state_scheme
+            values = {c: None if scheme == "collapse" else blk.write_value(rname, c) for c in p.values}
+            return RelationDescriptor(d.dir, d.files, values, p.bags, PScheme(scheme, blk.write(rname), p.k), every_row=True)
     d = descriptor(store.meta["initial"][module][rname])
     seg = initial_segments(workflow.modules, 1)[(module, rname)]  # a store numbers from 1 (Store.create)
     return RelationDescriptor(d.dir, d.files, p=PScheme("token", seg))

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
@@ -132,3 +133,44 @@ def test_a_replay_that_disagrees_with_the_probe_fails_and_leaves_nothing(spark, 
     os.makedirs(target)
     with pytest.raises(StoreError, match="exists; a replay writes"):
         replay_invocation(Store.open(copy), 1, "agg", str(target), spark=spark)
+
+
+def _differences(a, b) -> list[str]:
+    """What differs between two graphs (nodes by id and attributes, edges by ids), for a failure message."""
+    from lipspark.graph.index import NODE_COLUMNS
+
+    out = []
+    ia, ib = set(a.ids.tolist()), set(b.ids.tolist())
+    out += [f"{len(ia - ib)} node(s) only in the coarse graph, {len(ib - ia)} only in the eager one"] if ia != ib else []
+    both = sorted(ia & ib)
+    pa_, pb = a.lookup(both), b.lookup(both)
+    for name in NODE_COLUMNS:
+        x, y = a.column(name, pa_).tolist(), b.column(name, pb).tolist()
+        bad = [(i, u, v) for i, u, v in zip(both, x, y) if u != v]
+        out += [f"{name}: {len(bad)} differ, e.g. {bad[:2]}"] if bad else []
+    ea = set(zip(a.ids[a.src].tolist(), a.ids[a.dst].tolist()))
+    eb = set(zip(b.ids[b.src].tolist(), b.ids[b.dst].tolist()))
+    out += [f"edges: {len(ea - eb)} only coarse, {len(eb - ea)} only eager"] if ea != eb else []
+    return out
+
+
+def test_the_coarse_graph_of_a_deferred_store_is_the_eager_graph_with_every_module_zoomed_out(spark, car_stores):
+    from lipspark.graph.index import GraphIndex
+    from lipspark.query.zoom import zoom_out
+    from lipspark.workflow.coarse import coarse_graph
+
+    eager, deferred = car_stores
+    workflow = _replayable_definition(deferred).build(deferred.meta["params"])
+    coarse = coarse_graph(deferred, workflow, store_layouts(deferred, workflow, spark, len(deferred.executions)))
+    zoomed = zoom_out(GraphIndex.load(eager.root), list(workflow.modules))
+    assert len(coarse) == len(zoomed) > 0 and set(coarse.ids.tolist()) == set(zoomed.ids.tolist())
+    # but for the edges from an invocation's input node straight to its output node (a row the
+    # module passes on unchanged): only the fine computation, a replay, shows them
+    types, invocation = zoomed.column("type", np.arange(len(zoomed))), zoomed.column("invocation", np.arange(len(zoomed)))
+    src, dst = np.asarray(zoomed.src), np.asarray(zoomed.dst)
+    passed = (types[src] == "i") & (types[dst] == "o") & (invocation[src] == invocation[dst])
+    assert passed.any()  # the car dealership's `and` and `choice` pass rows on
+    expected = {(a, b) for a, b, p in zip(zoomed.ids[src].tolist(), zoomed.ids[dst].tolist(), passed.tolist()) if not p}
+    assert set(zip(coarse.ids[coarse.src].tolist(), coarse.ids[coarse.dst].tolist())) == expected
+    assert coarse.num_edges == len(src) - int(passed.sum())
+    assert not [d for d in _differences(coarse, zoomed) if not d.startswith("edges:")]

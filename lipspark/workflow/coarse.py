@@ -1,0 +1,98 @@
+"""The coarse graph of a deferred store: what a query can see with no replay (issue 12, item 3).
+
+A deferred run writes no provenance, but every relation crossing a module boundary is stored,
+segment numbers are fixed per invocation by the workflow's declarations
+(:mod:`~lipspark.workflow.numbering`), and which columns carry v-nodes is known by probing
+(:mod:`~lipspark.workflow.layouts`). That is all an invocation's *boundary* needs: its invocation
+node, the tokens of the workflow inputs it is given, an input node per row it reads and an
+output node per row it writes (with the v-nodes of their value columns) have the ids an eager
+run gives them. What the store does not know before a replay is the fine computation between
+them. So the coarse graph is Lipstick's ZoomOut (section 4.1) of every module: per invocation
+one zoom node with an edge from each of its input nodes and an edge to each of its output
+nodes, the state hidden: node for node the view ``zoomout`` of all modules gives of the eager
+graph, and edge for edge but one kind (``tests/workflow/test_replay.py``). An edge from an
+input node straight to an output node of the same invocation (a row the module passes on
+unchanged: its output node's factor is the input node) is in the eager graph and stays in its
+ZoomOut, but only the fine computation — a replay — shows it. It adds no dependence the zoom
+node does not already give (every input reaches every output through it), but an output's
+polynomial in a zoomed-out view has the input as one more factor, so a query layer answering
+from this graph must zoom out eager graphs without those edges too (docs/design.md, "Deferred
+capture").
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from lipspark.errors import StoreError
+from lipspark.store import Store
+from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, InvocationSegment, PScheme, RelationDescriptor, Segment
+from lipspark.vocabulary.ids import positional
+from lipspark.workflow.layouts import Probed
+from lipspark.workflow.numbering import blocks
+from lipspark.workflow.relations import descriptor
+
+__all__ = ["coarse_segments", "coarse_graph"]
+
+Layouts = list[dict[str, dict[str, dict[str, Probed]]]]
+
+
+def coarse_segments(store: Store, workflow: Any, layouts: Layouts) -> list[tuple[Segment, dict[str, Any]]]:
+    """The invocation, workflow-input token and input/output boundary segments an eager run of
+    the deferred ``store``'s executions records (state excepted), built from ``store.json``, the
+    workflow's declarations and the probed ``layouts`` (:func:`~lipspark.workflow.layouts.store_layouts`)."""
+    if store.capture != "deferred":
+        raise StoreError(f"the store at {store.root} captured its provenance {store.capture or 'never'}; a coarse graph is a deferred store's")
+    if len(layouts) < len(store.executions):
+        raise StoreError(f"layouts of {len(layouts)} execution(s) for a store of {len(store.executions)}; probe them all first")
+    out: list[tuple[Segment, dict[str, Any]]] = []
+    order = workflow.topological_order()
+    for n, rec in enumerate(store.executions, 1):
+        blks = blocks(workflow, n, rec["segments"][0])
+        lay = layouts[n - 1]
+
+        def output_desc(node: str, rname: str) -> RelationDescriptor:
+            p, d, blk = lay[node]["writes"][rname], descriptor(rec["outputs"][node][rname]), blks[node]
+            return RelationDescriptor(d.dir, d.files, {c: blk.write_value(rname, c) for c in p.values}, p.bags,
+                                      PScheme("output", blk.write(rname), p.k), every_row=True)
+
+        for node in order:
+            blk = blks[node]
+            module = workflow.modules[workflow.nodes[node].module]
+            inv_id = int(positional(blk.invocation, 0))
+            ctx = Context(module.name, node, n, inv_id)
+            out.append((InvocationSegment(blk.invocation, ctx, label=module.name), {}))
+            reads: list[tuple[str, RelationDescriptor]] = []
+            if workflow.nodes[node].input:
+                for rname in module.inputs:
+                    rel, d = module.relation(rname), descriptor(rec["inputs"][node][rname])
+                    seg = blk.token(rname)
+                    out.append((BaseSegment(seg, ctx, relation=rel.name, key=tuple(rel.key), columns=rel.token_columns,
+                                            files=d.files, type="i"), {}))
+                    reads.append((rname, RelationDescriptor(d.dir, d.files, p=PScheme("token", seg))))
+            else:
+                reads += [(rname, output_desc(e.src, rname)) for e in workflow.inputs_of(node) for rname in e.relations]
+            for rname, desc in reads:
+                out.append((BoundarySegment(blk.read(rname), ctx, role="i", relation=rname, source=desc, invocation=inv_id), {}))
+                out += [(BoundarySegment(blk.read_value(rname, c), ctx, role="i", relation=rname, source=desc, invocation=inv_id,
+                                         column=c, every_row=True), {}) for c in desc.values]
+            for rname in module.outputs:
+                if rname not in rec["outputs"].get(node, {}):
+                    continue
+                desc = output_desc(node, rname)
+                out.append((BoundarySegment(blk.write(rname), ctx, role="o", relation=rname, source=desc, invocation=inv_id), {}))
+                out += [(BoundarySegment(blk.write_value(rname, c), ctx, role="vo", relation=rname, source=desc, invocation=inv_id,
+                                         column=c, every_row=True), {}) for c in desc.values]
+    return out
+
+
+def coarse_graph(store: Store, workflow: Any, layouts: Layouts) -> Any:
+    """The coarse graph of the deferred ``store``: :func:`coarse_segments` expanded without the
+    fine edges, every module zoomed out (a :class:`~lipspark.graph.view.View`)."""
+    from lipspark.graph.expand import expand_segments
+    from lipspark.graph.index import GraphIndex
+    from lipspark.query.zoom import zoom_out
+
+    nodes, edges = expand_segments(coarse_segments(store, workflow, layouts), store.root, fine=False)
+    g = GraphIndex.build(nodes, edges)
+    modules = list(dict.fromkeys(workflow.modules))
+    return zoom_out(g, modules) if len(g) else g
