@@ -7,7 +7,8 @@ segment numbers are fixed per invocation by the workflow's declarations
 node, the tokens of the workflow inputs it is given, an input node per row it reads and an
 output node per row it writes (with the v-nodes of their value columns) have the ids an eager
 run gives them. What the store does not know before a replay is the fine computation between
-them. So the coarse graph is Lipstick's ZoomOut (section 4.1) of every module: per invocation
+them. So the coarse graph is Lipstick's ZoomOut (section 4.1) of every module of this boundary
+graph (:func:`coarse_graph`, then :func:`lipspark.query.zoom.zoom_out`): per invocation
 one zoom node with an edge from each of its input nodes and an edge to each of its output
 nodes, the state hidden: node for node the view ``zoomout`` of all modules gives of the eager
 graph, and edge for edge but one kind (``tests/workflow/test_replay.py``). An edge from an
@@ -86,13 +87,11 @@ def coarse_segments(store: Store, workflow: Any, layouts: Layouts) -> list[tuple
 
 
 def coarse_graph(store: Store, workflow: Any, layouts: Layouts) -> Any:
-    """The coarse graph of the deferred ``store``: :func:`coarse_segments` expanded without the
-    fine edges, every module zoomed out (a :class:`~lipspark.graph.view.View`)."""
+    """The boundary graph of the deferred ``store`` (a :class:`~lipspark.graph.index.GraphIndex`):
+    :func:`coarse_segments` expanded without the fine edges. Zooming out every module
+    (:func:`lipspark.query.zoom.zoom_out`, a layer above) gives its coarse-grained view."""
     from lipspark.graph.expand import expand_segments
     from lipspark.graph.index import GraphIndex
-    from lipspark.query.zoom import zoom_out
 
     nodes, edges = expand_segments(coarse_segments(store, workflow, layouts), store.root, fine=False)
-    g = GraphIndex.build(nodes, edges)
-    modules = list(dict.fromkeys(workflow.modules))
-    return zoom_out(g, modules) if len(g) else g
+    return GraphIndex.build(nodes, edges)
