@@ -63,7 +63,8 @@ KEEP_HINT = ("keep it with Tracker.annotate(..., keep=[COLUMN]) or, in a workflo
 
 _TOKEN, _INVOCATION, _CONSTANT, _TENSOR = int(Op.TOKEN), int(Op.INVOCATION), int(Op.CONSTANT), int(Op.TENSOR)
 _PRODUCTS = frozenset(int(o) for o in (Op.TIMES, Op.INPUT, Op.STATE, Op.OUTPUT))
-_BOUNDARY = frozenset(int(o) for o in (Op.INPUT, Op.STATE, Op.OUTPUT))
+#: v-nodes that carry their one v-child's value (module boundaries, a new state row's value)
+_BOUNDARY = frozenset(int(o) for o in Op if o.carries_value)
 _BLACK_BOXES = frozenset(int(o) for o in (Op.BLACK_BOX, Op.ZOOM))
 _AGGREGATES = frozenset(int(o) for o in Op if o.is_aggregate)
 

@@ -57,7 +57,8 @@ _CONJUNCTIVE = np.zeros(max(Op) + 1, dtype=bool)
 _CONJUNCTIVE[[int(o) for o in Op if o.conjunctive]] = True
 _AGGREGATE = np.zeros(max(Op) + 1, dtype=bool)
 _AGGREGATE[[int(o) for o in Op if o.is_aggregate]] = True
-_BOUNDARY = frozenset(int(o) for o in Op if o.is_boundary)
+#: v-nodes that carry their one v-child's value (module boundaries, a new state row's value)
+_BOUNDARY = frozenset(int(o) for o in Op if o.carries_value)
 
 
 @dataclass(frozen=True)

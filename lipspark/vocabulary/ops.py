@@ -82,6 +82,16 @@ class Op(IntEnum):
         return self in BOUNDARY_OPS
 
     @property
+    def carries_value(self) -> bool:
+        """A v-node with this operator carries its one v-node child's value: a module boundary
+        node, or the · v-node of a new state row's value (docs/graph-format.md).
+
+        >>> [o.name for o in Op if o.carries_value]
+        ['TIMES', 'INPUT', 'STATE', 'OUTPUT']
+        """
+        return self in BOUNDARY_OPS or self is Op.TIMES
+
+    @property
     def is_leaf(self) -> bool:
         """Tokens, invocations and constants have no children."""
         return self in (Op.TOKEN, Op.INVOCATION, Op.CONSTANT)

@@ -293,3 +293,17 @@ def _tensor_of(g, member):
     ts = [int(g.ids[p]) for p in g.parents(g.position(member)) if g.label(p) == "⊗"]
     assert len(ts) == 1
     return ts[0]
+
+
+def test_a_new_state_rows_value_carries_a_recomputed_aggregate_into_the_next_invocation():
+    """The · v-node over a written state value (role ``vs``) carries its child's value, as the
+    boundary nodes do: the state read (70) of the next invocation gets the recomputed Sum."""
+    base = [(1, "p", "token", "R:a"), (2, "p", "token", "R:b"), (3, "p", "token", "R:c"), (10, "p", "δ", "δ"),
+            (40, "v", "sum", "Sum", 16), (65, "v", "·", "·", 16), (70, "v", "state", "·", 16), (71, "p", "invocation", "M")]
+    edges = [(1, 10), (2, 10), (3, 10), (40, 65), (65, 70), (71, 70)]
+    for i, v in enumerate([5, 2, 9]):
+        base += [(20 + i, "v", "⊗", "⊗"), (30 + i, "v", "constant", str(v), v)]
+        edges += [(1 + i, 20 + i), (30 + i, 20 + i), (20 + i, 40)]
+    g = _graph(base, edges)
+    changes = {c.node: c.after for c in delete(g, [3]).values}
+    assert changes == {40: 7, 65: 7, 70: 7}
