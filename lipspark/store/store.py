@@ -148,7 +148,6 @@ class Store:
             "capture": capture if provenance else None,
             "definition": os.path.abspath(definition) if definition else None,
             "next_segment": 1,
-            "state_scheme": "state",
             "initial": None,
             "executions": [],
         }
@@ -260,9 +259,13 @@ class Store:
     @property
     def state_scheme(self) -> str:
         """How the rows of state relations this store writes get p-nodes (:class:`PScheme`):
-        ``"state"``, or ``"collapse"`` in a store made before the ``state`` scheme (it keeps
-        the scheme its graph began with)."""
-        return str(self.meta.get("state_scheme", "collapse"))
+        ``"state"`` when ``store.json`` says so, else ``"collapse"`` (a store keeps the scheme its
+        graph began with). New stores still begin with ``collapse``: the documents' outputs are
+        made again with ``state`` before it becomes the default (docs/design.md)."""
+        scheme = str(self.meta.get("state_scheme", "collapse"))
+        if scheme not in ("state", "collapse"):
+            raise StoreError(f"the store at {self.root} has state_scheme {scheme!r}; expected 'state' or 'collapse' (written by a newer lipspark?)")
+        return scheme
 
     def graph_store(self) -> "Store | None":
         """The store whose graph answers queries about this one: itself when capture is eager,

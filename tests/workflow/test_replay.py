@@ -11,7 +11,7 @@ import pytest
 from lipspark.errors import StoreError
 from lipspark.graph.expand import expand_segments
 from lipspark.store import graph_segments
-from lipspark.vocabulary import BaseSegment, BoundarySegment
+from lipspark.vocabulary import BaseSegment, BoundarySegment, Op
 from lipspark.vocabulary.columns import is_hidden
 from lipspark.workflow import Store, run
 from lipspark.workflow.layouts import LAYOUTS_FILE, REPLAYS_DIR, store_layouts
@@ -175,3 +175,27 @@ def test_the_coarse_graph_of_a_deferred_store_is_the_eager_graph_with_every_modu
     assert set(zip(coarse.ids[coarse.src].tolist(), coarse.ids[coarse.dst].tolist())) == expected
     assert coarse.num_edges == len(src) - int(passed.sum())
     assert not [d for d in _differences(coarse, zoomed) if not d.startswith("edges:")]
+
+
+def test_the_state_scheme_gives_every_output_the_polynomial_and_what_if_of_the_collapse_scheme(spark, tmp_path, monkeypatch):
+    """State rows numbered by position (scheme ``state``) add · nodes with one factor, and · v-nodes
+    carrying a value: every output's polynomial, and a what-if's values, are those of ``collapse``."""
+    from lipspark.graph.index import GraphIndex
+    from lipspark.query.deletion import delete
+    from lipspark.semiring import normal_form
+
+    params = {**PARAMS, "numCars": 60, "numExec": 2}
+    run(CARS, graph_dir=str(tmp_path / "collapse"), spark=spark, params=params)
+    monkeypatch.setattr(Store, "state_scheme", property(lambda self: "state"))
+    run(CARS, graph_dir=str(tmp_path / "state"), spark=spark, params=params)
+    a, b = GraphIndex.load(str(tmp_path / "collapse")), GraphIndex.load(str(tmp_path / "state"))
+    kinds = {s.source.p.kind for s, _ in graph_segments(str(tmp_path / "state"))[0]
+             if isinstance(s, BoundarySegment) and s.role == "collapse" and s.source.p is not None}
+    assert kinds == {"state"} and len(b) > len(a)
+    outs = [int(i) for i in a.ids[a.nodes_with(type="o", kind="p")].tolist()]
+    assert outs and all(b.contains(i) for i in outs)
+    assert [str(normal_form(a.polynomial(i))) for i in outs] == [str(normal_form(b.polynomial(i))) for i in outs]
+    token = int(a.ids[a.nodes_with(op=Op.TOKEN)][0])
+    wa, wb = delete(a, [token]), delete(b, [token])
+    shown = {int(i) for i in a.ids.tolist()}
+    assert {(c.node, str(c.after)) for c in wa.values} == {(c.node, str(c.after)) for c in wb.values if c.node in shown}
