@@ -520,15 +520,12 @@ def _tag(nodes: pd.DataFrame, s: BoundarySegment, df: pd.DataFrame, data_cols: l
     return nodes
 
 
-def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str]) -> Nodes:
+def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str], fine: bool = True) -> Nodes:
     """A value crossing the boundary: a v-node over the value's own node and the invocation,
     tagged with the tuple it is a value of."""
     assert s.column is not None
-    if value_col(s.column) not in df.columns:  # the coarse graph: no v-node of the fine computation behind
-        if not s.every_row or (s.role in ("i", "s") and (s.source.values.get(s.column) is None or not s.source.every_row)):
-            raise StoreError(f"the coarse graph has no v-node ids of column {s.column!r} of {s.relation!r} (boundary role {s.role!r})")
-        df = df.assign(**{value_col(s.column): pd.Series([None] * len(df), dtype="Int64")})
-    stored = df[value_col(s.column)]
+    # without ``fine`` (the coarse graph), no stored ids of the fine v-nodes behind the values
+    stored = df[value_col(s.column)] if fine else pd.Series([None] * len(df), dtype="Int64")
     has = stored.notna().to_numpy()
     keep = np.ones(len(df), dtype=bool) if s.every_row else has
     vseg = s.source.values.get(s.column) if s.role in ("i", "s") else None
@@ -588,7 +585,7 @@ def _boundary(s: BoundarySegment, root: str | None, fine: bool = True) -> Nodes:
     df, data_cols = _boundary_rows(s, root, fine)
     ids = positional(s.seg, df["__pos"].to_numpy(dtype="int64"))
     if s.column is not None:
-        return _boundary_values(s, df, ids, data_cols)
+        return _boundary_values(s, df, ids, data_cols, fine)
     if s.role in ("i", "s"):
         return _boundary_inputs(s, df, ids, data_cols)
     return _boundary_products(s, df, ids, data_cols, fine)

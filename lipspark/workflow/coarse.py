@@ -29,12 +29,19 @@ from lipspark.store import Store
 from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, InvocationSegment, PScheme, RelationDescriptor, Segment
 from lipspark.vocabulary.ids import positional
 from lipspark.workflow.layouts import Probed
-from lipspark.workflow.numbering import blocks
+from lipspark.workflow.numbering import Block, blocks
 from lipspark.workflow.relations import descriptor
 
-__all__ = ["coarse_segments", "coarse_graph"]
+__all__ = ["coarse_segments", "coarse_graph", "output_descriptor"]
 
 Layouts = list[dict[str, dict[str, dict[str, Probed]]]]
+
+
+def output_descriptor(stored: RelationDescriptor, blk: Block, rname: str, probed: Probed) -> RelationDescriptor:
+    """Output ``rname`` of a deferred store's invocation (its files ``stored``, its block
+    ``blk``) described as the eager run describes it, with its ``probed`` layout."""
+    return RelationDescriptor(stored.dir, stored.files, {c: blk.write_value(rname, c) for c in probed.values}, probed.bags,
+                              PScheme("output", blk.write(rname), probed.k), every_row=True)
 
 
 def coarse_segments(store: Store, workflow: Any, layouts: Layouts) -> list[tuple[Segment, dict[str, Any]]]:
@@ -52,9 +59,7 @@ def coarse_segments(store: Store, workflow: Any, layouts: Layouts) -> list[tuple
         lay = layouts[n - 1]
 
         def output_desc(node: str, rname: str) -> RelationDescriptor:
-            p, d, blk = lay[node]["writes"][rname], descriptor(rec["outputs"][node][rname]), blks[node]
-            return RelationDescriptor(d.dir, d.files, {c: blk.write_value(rname, c) for c in p.values}, p.bags,
-                                      PScheme("output", blk.write(rname), p.k), every_row=True)
+            return output_descriptor(descriptor(rec["outputs"][node][rname]), blks[node], rname, lay[node]["writes"][rname])
 
         for node in order:
             blk = blks[node]

@@ -27,6 +27,7 @@ from lipspark.store import Store
 from lipspark.vocabulary import PScheme, RelationDescriptor, Segment
 from lipspark.workflow.execution import Executor
 from lipspark.workflow.layouts import Probed, store_layouts
+from lipspark.workflow.coarse import output_descriptor
 from lipspark.workflow.numbering import blocks, initial_segments
 from lipspark.workflow.relations import StoredRelation, descriptor, relation_frame, stored_files
 
@@ -101,10 +102,7 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
         for e in workflow.inputs_of(node):
             blk = ex._blocks[e.src]
             for rname in e.relations:
-                p = layouts[e.src]["writes"][rname]
-                d = descriptor(rec["outputs"][e.src][rname])
-                desc = RelationDescriptor(d.dir, d.files, {c: blk.write_value(rname, c) for c in p.values}, p.bags,
-                                          PScheme("output", blk.write(rname), p.k), every_row=True)
+                desc = output_descriptor(descriptor(rec["outputs"][e.src][rname]), blk, rname, layouts[e.src]["writes"][rname])
                 frames[rname] = ex._read(inv, module.relation(rname), desc, "i")
         frames.update(ex._missing_inputs(inv))
     for rname in module.state:
