@@ -437,12 +437,12 @@ class AnnotatedFrame:
         return _aggregate.distinct(self)
 
     def dropDuplicates(self, subset: Sequence[str] | None = None) -> AnnotatedFrame:
-        if subset is None or set(subset) == set(self._visible):
+        """One row per distinct tuple (``subset=None``: :meth:`distinct`) or per distinct value of
+        the ``subset`` columns, δ of the sum of its rows; the other columns keep the row plain
+        Spark keeps, each value a black-box ``first`` of those rows."""
+        if subset is None:
             return self.distinct()
-        raise UnsupportedOperation(
-            "dropDuplicates(subset) (it keeps an arbitrary row per key)",
-            "groupBy(subset).agg(...) with min/max for the other columns, or distinct() over a projection",
-        )
+        return _aggregate.drop_duplicates(self, subset)
 
     drop_duplicates = dropDuplicates
 

@@ -13,7 +13,9 @@ under *bag* semantics as PySpark evaluates queries:
   equal columns or on any condition);
 * a semi join keeps each left row that has at least one partner, annotated ``row · δ(Σ partners)``;
 * intersect gives each distinct tuple of both sides ``δ(Σ its left rows) · δ(Σ its right rows)``;
-* distinct gives each distinct tuple ``δ(Σ rows)``; group-by gives each group ``δ(Σ members)``
+* distinct gives each distinct tuple ``δ(Σ rows)``, ``dropDuplicates(subset)`` each distinct value
+  of the subset ``δ(Σ its rows)`` with a black box ``first`` of them for every other column;
+  group-by gives each group ``δ(Σ members)``
   (an aggregation without keys its one row 1: SQL returns it over any input, so no deletion
   removes it);
 * the m-semiring difference ``a ⊖ b`` (Geerts and Poggi 2010), ``⊖`` a ``sympy.Function``: an
@@ -78,6 +80,7 @@ __all__ = [
     "union_by_name",
     "intersect",
     "distinct",
+    "drop_duplicates",
     "group_by",
     "window",
     "agg_normal_form",
@@ -535,6 +538,24 @@ def distinct(rel: KRelation) -> KRelation:
     for r in rel.rows:
         groups.setdefault(_group_key(r.values(rel.columns)), []).append(r)
     rows = [KRow(dict(rs[0].data), DELTA(sympy.Add(*[r.ann for r in rs])), {}) for rs in groups.values()]
+    return KRelation(list(rel.columns), rows)
+
+
+def drop_duplicates(rel: KRelation, subset: Sequence[str]) -> KRelation:
+    """``dropDuplicates(subset)``: one row per distinct value of ``subset`` (nulls equal), annotated
+    δ(Σ its rows); every other column is the value of one of its rows — here the first in row
+    order (Spark keeps an arbitrary one: tests compare where every row of a key agrees) — a
+    :class:`BlackBoxVal` ``first`` of the rows' annotations. An empty subset is one group, absent
+    over no rows."""
+    groups: dict[tuple, list[KRow]] = {}
+    for r in rel.rows:
+        groups.setdefault(_group_key(r.values(subset)), []).append(r)
+    others = [c for c in rel.columns if c not in subset]
+    rows = []
+    for members in groups.values():
+        anns = tuple(m.ann for m in members)
+        aggs: dict[str, AggVal | BlackBoxVal] = {c: BlackBoxVal("first", anns, members[0].data[c]) for c in others}
+        rows.append(KRow(dict(members[0].data), DELTA(sympy.Add(*anns)), aggs))
     return KRelation(list(rel.columns), rows)
 
 
