@@ -21,6 +21,12 @@ union / unionByName    rows keep their annotations (a missing       ``rules.unio
 distinct, groupBy.agg  δ per group; Count/Sum/Min/Max/Avg v-node     ``rules.aggregate``
                        per aggregate with a ⊗ per member;
                        collect_list keeps members' provenance
+dropDuplicates(subset) δ per key; other columns a black-box          ``rules.aggregate``
+                       ``first`` of the key's rows
+groupBy.pivot.agg      a group-by with an aggregate per value over   ``rules.pivot``
+                       that value's rows (Spark's own rewrite)
+rollup / cube /        a union of group-bys, one per grouping set    ``rules.grouping_sets``
+groupingSets .agg
 F.xxx(...).over(w)     annotation passes through; an aggregate         ``rules.window``
 (in select)            window a ⊗ aggregate over the row's frame,
                        a ranking/offset function a black box over

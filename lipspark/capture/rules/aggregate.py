@@ -142,7 +142,8 @@ def drop_duplicates(frame: AnnotatedFrame, subset: Sequence[str]) -> AnnotatedFr
     >>> "drop_duplicates" in __all__
     True
     """
-    frame.to_plain().dropDuplicates(subset)  # Spark's own errors: a name it lacks, a subset that is not a list
+    # Spark's own errors first: a name it lacks, a subset that is not a list
+    frame.to_plain().dropDuplicates(subset)  # type: ignore[arg-type]
     subset = list(subset)
     visible = frame.columns
     same: Callable[[str, str], bool] = ((lambda a, b: a == b) if frame.tracker.case_sensitive
