@@ -36,6 +36,7 @@ PIVOTS = {
                                                                                                        F.last("x").alias("l")),
     "keyless": lambda R: R.groupBy().pivot("p", ["x", "y"]).agg(F.sum("v")),
     "two_keys": lambda R: R.groupBy("k", "p").pivot("v", [10, 4]).count(),
+    "no_values": lambda R: R.groupBy("k").pivot("p", []).agg(F.sum("v")),
     "empty_input": lambda R: R.filter("id > 99").groupBy("k").pivot("p", ["x"]).count(),
     "empty_input_keyless": lambda R: R.filter("id > 99").groupBy().pivot("p", ["x"]).agg(F.count("v"), F.sum("v")),
     # one aggregate per value over if(col <=> v, x, null) (a string or array aggregate): 0 counts

@@ -16,7 +16,8 @@ is ``sum(if(col <=> v, 1 or 0 as x is null, null))`` (a Sum: null without rows, 
 them), a ``first``/``last`` without ``ignorenulls`` is the first of the rows for ``v``
 (``first(if(col <=> v, struct(x), null), true).x``), any other expression or a DISTINCT count
 is null unless the group has a row for ``v`` (a black box, as an expression over aggregates),
-and a NaN value is null.
+and a NaN value is null. (Where several rows for ``v`` differ, which one ``first`` takes is this
+aggregation's choice, not necessarily the two-step plan's: a tie is arbitrary in both.)
 
 ``pivot(col)`` without values computes the distinct values as Spark does (``distinct``,
 ``limit`` to ``spark.sql.pivotMaxValues`` + 1, sorted, collected to the driver: the output's
@@ -84,7 +85,8 @@ def pivot(frame: AnnotatedFrame, keys: Sequence[Any], pivot_col: Any, values: Se
     names = plain.columns
     nkeys = len(names) - len(values) * len(exprs)
     if not values:  # no column per value: the groups alone
-        return _aggregate.aggregate(frame, keys, [F.count(F.lit(1)).alias(_FORCE)]).drop(_FORCE)
+        alone = "lp_pivot_groups"
+        return _aggregate.aggregate(frame, keys, [F.count(F.lit(1)).alias(alone)]).drop(alone)
     two_step = "pivotfirst(" in str(analyzed(plain).toString()).lower()
     forced = df.groupBy(*keys).pivot(pivot_col, values).agg(*exprs, F.first(F.lit("")).alias(_FORCE))
     top = analyzed(forced)
