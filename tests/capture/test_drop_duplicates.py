@@ -156,6 +156,17 @@ def test_a_column_with_v_nodes_is_a_first_of_them(spark):
     assert changed[row.annotation.values["s"]] is UNKNOWN and not what_if.exact
 
 
+def test_a_key_with_v_nodes_is_a_condition(spark):
+    """Keys that are values with v-nodes (an aggregate's result): which rows share a key depends on
+    them, so a what-if that changes one says it is not exact and names the operation."""
+    rows = ([(1, "a", 1), (2, "a", 2), (3, "b", 3), (4, "c", 1)], "id int, k string, v int", ["id"])
+    t, ann = check(spark, lambda R: R.groupBy("k").agg(F.count("v").alias("n")).dropDuplicates(["n"]).drop("k"), R=rows)
+    g = graph_of(t)
+    assert sorted(r.row.n for r in ann.collect_annotated()) == [1, 2]
+    what_if = delete(g, [g.token_id("R:2")])  # a's count becomes 1: a re-run keeps one row for n = 1
+    assert not what_if.exact and [c.label for c in what_if.conditions] == ["dropDuplicates on n"]
+
+
 def test_a_nested_bag_is_refused_with_the_alternative(spark):
     r = Tracker(spark).annotate(local_frame(spark, *FORCED[:2]), "R", key=["id"])
     bagged = r.groupBy("k").agg(F.collect_list("x").alias("xs"), F.count("*").alias("n"))

@@ -170,7 +170,7 @@ def drop_duplicates(frame: AnnotatedFrame, subset: Sequence[str]) -> AnnotatedFr
     agg = read_aggregation(frame, key_cols, exprs)
     kept = frame.with_annotations().dropDuplicates(keys)  # the row plain Spark keeps: its own operation, same input
     agg = replace(agg, plain=kept.select(*key_cols, *[F.col(f"`{c}`") for c in others]))
-    return _recorded(frame, key_cols, exprs, agg).select(*visible)
+    return _recorded(frame, key_cols, exprs, agg, what="dropDuplicates").select(*visible)
 
 
 def _fresh(name: str, taken: set[str]) -> str:
@@ -195,12 +195,12 @@ def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
 
 
 def _recorded(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], agg: Aggregation, *,
-              distinct: bool = False) -> AnnotatedFrame:
+              distinct: bool = False, what: str | None = None) -> AnnotatedFrame:
     """The aggregation ``agg`` (as :func:`read_aggregation` read it, its data possibly computed
     otherwise) recorded: a δ per group, its aggregates' v-nodes, the output frame."""
     layout = frame.layout
     tracker = frame.tracker
-    _record_grouping(frame, keys, distinct)
+    _record_grouping(frame, keys, distinct, what)
     seg = tracker.builder.allocate()
     tracker.share(frame.with_annotations())
     group_id = _group_id(seg, keyless=not agg.keys)
@@ -214,7 +214,7 @@ def _recorded(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
     return frame.derive(out, Layout(1, value_names, tuple(agg.items[j].name for j in agg.bags)))
 
 
-def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool) -> None:
+def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool, what: str | None = None) -> None:
     """Groups keyed by values with v-nodes (a group-by on a count, a distinct over an aggregate)
     depend on those values: a CONDITION node over them (:mod:`~lipspark.capture.rules.condition`)."""
     if not frame.layout.values:
@@ -225,7 +225,8 @@ def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool)
         read.update([k] if isinstance(k, str) else column_references(df, k))
     valued = valued_columns(read, frame.layout.values)
     if valued:
-        record_condition(frame.tracker, [(df, valued)], f"{'distinct' if distinct else 'groupBy'} on {', '.join(valued)}")
+        what = what or ("distinct" if distinct else "groupBy")
+        record_condition(frame.tracker, [(df, valued)], f"{what} on {', '.join(valued)}")
 
 
 def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], *, distinct: bool = False) -> Aggregation:
