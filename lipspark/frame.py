@@ -21,6 +21,12 @@ union / unionByName    rows keep their annotations (a missing       ``rules.unio
 distinct, groupBy.agg  δ per group; Count/Sum/Min/Max/Avg v-node     ``rules.aggregate``
                        per aggregate with a ⊗ per member;
                        collect_list keeps members' provenance
+dropDuplicates(subset) δ per key; other columns a black-box          ``rules.aggregate``
+                       ``first`` of the key's rows
+groupBy.pivot.agg      a group-by with an aggregate per value over   ``rules.pivot``
+                       that value's rows (Spark's own rewrite)
+rollup / cube /        a union of group-bys, one per grouping set    ``rules.grouping_sets``
+groupingSets .agg
 F.xxx(...).over(w)     annotation passes through; an aggregate         ``rules.window``
 (in select)            window a ⊗ aggregate over the row's frame,
                        a ranking/offset function a black box over
@@ -48,8 +54,10 @@ from lipspark.capture.layout import Layout, check_visible
 from lipspark.vocabulary.columns import bag_col, is_hidden, value_col
 from lipspark.capture.rules import aggregate as _aggregate
 from lipspark.capture.rules import difference as _difference
+from lipspark.capture.rules import grouping_sets as _grouping_sets
 from lipspark.capture.rules import intersect as _intersect
 from lipspark.capture.rules import join as _join
+from lipspark.capture.rules import pivot as _pivot
 from lipspark.capture.rules import projection as _projection
 from lipspark.capture.rules import selection as _selection
 from lipspark.capture.rules import union as _union
@@ -437,12 +445,12 @@ class AnnotatedFrame:
         return _aggregate.distinct(self)
 
     def dropDuplicates(self, subset: Sequence[str] | None = None) -> AnnotatedFrame:
-        if subset is None or set(subset) == set(self._visible):
+        """One row per distinct tuple (``subset=None``: :meth:`distinct`) or per distinct value of
+        the ``subset`` columns, δ of the sum of its rows; the other columns keep the row plain
+        Spark keeps, each value a black-box ``first`` of those rows."""
+        if subset is None:
             return self.distinct()
-        raise UnsupportedOperation(
-            "dropDuplicates(subset) (it keeps an arbitrary row per key)",
-            "groupBy(subset).agg(...) with min/max for the other columns, or distinct() over a projection",
-        )
+        return _aggregate.drop_duplicates(self, subset)
 
     drop_duplicates = dropDuplicates
 
@@ -451,6 +459,25 @@ class AnnotatedFrame:
         return AnnotatedGroupedData(self, as_list(cols))
 
     groupby = groupBy
+
+    def rollup(self, *cols: Any) -> AnnotatedGroupedData:
+        """``rollup(a, b).agg(...)``: the union of ``groupBy(a, b)``, ``groupBy(a)`` and a grand
+        total, the keys a level leaves out null (one δ per group of each level)."""
+        keys = as_list(cols)
+        return AnnotatedGroupedData(self, keys, sets=_grouping_sets.rollup_sets(len(keys)), kind="rollup")
+
+    def cube(self, *cols: Any) -> AnnotatedGroupedData:
+        """``cube(a, b).agg(...)``: the union of a ``groupBy`` per subset of the keys, the keys a
+        subset leaves out null (one δ per group of each)."""
+        keys = as_list(cols)
+        return AnnotatedGroupedData(self, keys, sets=_grouping_sets.cube_sets(len(keys)), kind="cube")
+
+    def groupingSets(self, groupingSets: Sequence[Sequence[str]], *cols: Any) -> AnnotatedGroupedData:
+        """``groupingSets([[a, b], [a], []], a, b).agg(...)``: the union of a ``groupBy`` per set
+        (sets name the columns by name), the keys a set leaves out null."""
+        keys = as_list(cols)
+        return AnnotatedGroupedData(self, keys, sets=_grouping_sets.named_sets(self, keys, groupingSets), kind="groupingSets",
+                                    named_sets=groupingSets)
 
     def agg(self, *exprs: Any) -> AnnotatedFrame:
         """Aggregate the whole relation (one group)."""
@@ -474,26 +501,46 @@ class AnnotatedNaFunctions:
 
 
 class AnnotatedGroupedData:
-    """``groupBy`` on an annotated frame; mirrors :class:`pyspark.sql.GroupedData`."""
+    """``groupBy`` (or ``rollup``, ``cube``, ``groupingSets``, a ``pivot`` after ``groupBy``) on an
+    annotated frame; mirrors :class:`pyspark.sql.GroupedData`."""
 
-    def __init__(self, frame: AnnotatedFrame, keys: list[Any]) -> None:
+    def __init__(self, frame: AnnotatedFrame, keys: list[Any], *, sets: list[tuple[int, ...]] | None = None,
+                 kind: str = "groupBy", named_sets: Any = None, pivot: tuple[Any, Any] | None = None) -> None:
         self._frame = frame
         self._keys = keys
+        self._sets = sets
+        self._kind = kind
+        self._named_sets = named_sets
+        self._pivot = pivot
+
+    def _plain(self, df: DataFrame) -> Any:
+        """The same grouping of a plain DataFrame (for Spark's own analysis of it)."""
+        if self._kind == "groupingSets":
+            return df.groupingSets(self._named_sets, *self._keys)
+        grouped = getattr(df, self._kind)(*self._keys)
+        return grouped if self._pivot is None else grouped.pivot(*self._pivot)
+
+    def _aggregate(self, exprs: list[Any]) -> AnnotatedFrame:
+        if self._pivot is not None:
+            return _pivot.pivot(self._frame, self._keys, self._pivot[0], self._pivot[1], exprs)
+        if self._sets is not None:
+            return _grouping_sets.grouping_sets(self._frame, self._keys, self._sets, exprs, self._plain, self._kind)
+        return _aggregate.aggregate(self._frame, self._keys, exprs)
 
     def agg(self, *exprs: Any) -> AnnotatedFrame:
         if len(exprs) == 1 and isinstance(exprs[0], dict):
             exprs = tuple(F.expr(f"{fn}({c})").alias(f"{fn}({c})") for c, fn in exprs[0].items())
         if not exprs:
             raise AnnotationError("agg() needs at least one aggregate expression")
-        return _aggregate.aggregate(self._frame, self._keys, as_list(exprs))
+        return self._aggregate(as_list(exprs))
 
     def count(self) -> AnnotatedFrame:
-        return _aggregate.aggregate(self._frame, self._keys, [F.count(F.lit(1)).alias("count")])
+        return self._aggregate([F.count(F.lit(1)).alias("count")])
 
     def _shortcut(self, fn: str, cols: Sequence[str]) -> AnnotatedFrame:
         if not cols:
             raise UnsupportedOperation(f"GroupedData.{fn}() without columns", f"name the columns: .{fn}('col')")
-        return _aggregate.aggregate(self._frame, self._keys, [getattr(F, fn)(c).alias(f"{fn}({c})") for c in cols])
+        return self._aggregate([getattr(F, fn)(c).alias(f"{fn}({c})") for c in cols])
 
     def sum(self, *cols: str) -> AnnotatedFrame:
         return self._shortcut("sum", cols)
@@ -509,8 +556,19 @@ class AnnotatedGroupedData:
 
     mean = avg
 
+    def pivot(self, pivot_col: Any, values: list[Any] | None = None) -> AnnotatedGroupedData:
+        """``groupBy(...).pivot(col, values).agg(...)``: one aggregate per pivot value and
+        aggregate, over the rows whose ``col`` is that value (null-safe), named as Spark names
+        them; without ``values``, the distinct values of ``col`` computed as Spark computes them
+        (a job whose result the driver keeps: the output's columns depend on it)."""
+        if self._kind != "groupBy" or self._pivot is not None:
+            self._plain(self._frame.to_plain()).pivot(pivot_col, [])  # Spark's own error: a pivot after rollup, or twice
+            raise UnsupportedOperation(f"pivot after {self._kind if self._pivot is None else 'pivot'}", "groupBy(...).pivot(...)")
+        if values is None:
+            values = _pivot.pivot_values(self._frame, pivot_col)
+        return AnnotatedGroupedData(self._frame, self._keys, pivot=(pivot_col, list(values)))
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
         raise UnsupportedOperation(f"GroupedData.{name}", f"groupBy(...).agg(count/sum/min/max/avg/collect_list), or {BLACK_BOX_HINT}")
-

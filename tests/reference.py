@@ -13,7 +13,9 @@ under *bag* semantics as PySpark evaluates queries:
   equal columns or on any condition);
 * a semi join keeps each left row that has at least one partner, annotated ``row · δ(Σ partners)``;
 * intersect gives each distinct tuple of both sides ``δ(Σ its left rows) · δ(Σ its right rows)``;
-* distinct gives each distinct tuple ``δ(Σ rows)``; group-by gives each group ``δ(Σ members)``
+* distinct gives each distinct tuple ``δ(Σ rows)``, ``dropDuplicates(subset)`` each distinct value
+  of the subset ``δ(Σ its rows)`` with a black box ``first`` of them for every other column;
+  group-by gives each group ``δ(Σ members)``
   (an aggregation without keys its one row 1: SQL returns it over any input, so no deletion
   removes it);
 * the m-semiring difference ``a ⊖ b`` (Geerts and Poggi 2010), ``⊖`` a ``sympy.Function``: an
@@ -32,6 +34,9 @@ under *bag* semantics as PySpark evaluates queries:
 * aggregates without a semimodule form (``first``, ``last``, ``collect_set``, ``stddev`` and the
   variances) are a black box of the group's members, :class:`BlackBoxVal`; an expression over
   aggregates (:class:`Expression`) is a black box, named by its column, of the group's annotation;
+* grouping sets (``rollup``, ``cube``) are the union of a group-by per set, the keys a set leaves
+  out null, each group ``δ(Σ members)`` (the empty set's too); a pivot is a group-by whose
+  aggregates for a value ``v`` are over the group's rows whose pivot column is ``v``;
 * a window function adds a column and keeps every row and its annotation: an aggregate window
   is the semimodule aggregate ``Σ member ⊗ value`` over the row's frame (the rows of its
   partition, or with an order those whose order value is not after the row's: SQL's default
@@ -78,7 +83,10 @@ __all__ = [
     "union_by_name",
     "intersect",
     "distinct",
+    "drop_duplicates",
     "group_by",
+    "grouping_sets",
+    "pivot",
     "window",
     "agg_normal_form",
     "poly_normal_form",
@@ -538,6 +546,24 @@ def distinct(rel: KRelation) -> KRelation:
     return KRelation(list(rel.columns), rows)
 
 
+def drop_duplicates(rel: KRelation, subset: Sequence[str]) -> KRelation:
+    """``dropDuplicates(subset)``: one row per distinct value of ``subset`` (nulls equal), annotated
+    δ(Σ its rows); every other column is the value of one of its rows — here the first in row
+    order (Spark keeps an arbitrary one: tests compare where every row of a key agrees) — a
+    :class:`BlackBoxVal` ``first`` of the rows' annotations. An empty subset is one group, absent
+    over no rows."""
+    groups: dict[tuple, list[KRow]] = {}
+    for r in rel.rows:
+        groups.setdefault(_group_key(r.values(subset)), []).append(r)
+    others = [c for c in rel.columns if c not in subset]
+    rows = []
+    for members in groups.values():
+        anns = tuple(m.ann for m in members)
+        aggs: dict[str, AggVal | BlackBoxVal] = {c: BlackBoxVal("first", anns, members[0].data[c]) for c in others}
+        rows.append(KRow(dict(members[0].data), DELTA(sympy.Add(*anns)), aggs))
+    return KRelation(list(rel.columns), rows)
+
+
 def _plain_aggregate(fn: str, values: list[Any], n_members: int, star: bool) -> Any:
     if fn == "count":
         return n_members if star else len(values)
@@ -666,6 +692,73 @@ def group_by(
             aggs[alias] = value
         rows.append(KRow(data, ann, aggs))
     return KRelation(keys + [a for a, _, _ in aggregates], rows)
+
+
+def grouping_sets(rel: KRelation, keys: Sequence[str], sets: Sequence[Sequence[str]],
+                  aggregates: Sequence[tuple[str, str, Any]]) -> KRelation:
+    """``GROUPING SETS`` (``rollup``, ``cube``): the union over ``sets`` of a group-by each, the
+    keys a set leaves out null. Every set's group is ``δ(Σ members)`` — the empty set's too: it
+    groups every row (no row over no rows, unlike a keyless aggregation)."""
+    rows: list[KRow] = []
+    for s in sets:
+        if s:
+            part = group_by(rel, list(s), aggregates)
+            rows += [KRow({**{k: r.data.get(k) if k in s else None for k in keys},
+                           **{a: r.data[a] for a, _, _ in aggregates}}, r.ann, dict(r.aggs)) for r in part.rows]
+        elif rel.rows:
+            members = list(rel.rows)
+            aggs = {alias: _aggregate(fn, column, members) for alias, fn, column in aggregates}
+            data = {**{k: None for k in keys}, **{a: v.result for a, v in aggs.items()}}
+            rows.append(KRow(data, DELTA(sympy.Add(*[m.ann for m in members])), aggs))
+    return KRelation(list(keys) + [a for a, _, _ in aggregates], rows)
+
+
+def pivot(rel: KRelation, keys: Sequence[str], column: str, values: Sequence[Any],
+          aggregates: Sequence[tuple[str, str, Any]], *, null_without_rows: bool = False) -> KRelation:
+    """``groupBy(keys).pivot(column, values).agg(...)``: per group, per value ``v`` and aggregate
+    ``(name, fn, argument)``, the aggregate over the group's rows whose ``column`` is ``v``
+    (null-safe: a null ``v`` matches the null rows), in a column ``f"{v}_{name}"`` (``f"{v}"``
+    for one aggregate; a null ``v`` printed ``null`` as Spark prints it). With ``null_without_rows``
+    (Spark's two-step plan, when every aggregate is numeric) a group without rows for ``v`` has
+    null there, and a count is the sum over the value's rows of 1 if the argument is present,
+    else 0 (a Sum: null without rows)."""
+    def matches(d: dict, v: Any) -> bool:
+        x = d[column]
+        return (x is None and v is None) or (x is not None and v is not None and x == v)
+
+    if any(fn in BLACK_BOX_AGGREGATES for _, fn, _ in aggregates):
+        raise ValueError("the reference pivots count/sum/min/max/avg and their DISTINCT forms")
+    groups: dict[tuple, list[KRow]] = {}
+    for r in rel.rows:
+        groups.setdefault(_group_key(r.values(keys)), []).append(r)
+    if not keys and not rel.rows:
+        groups[()] = []
+    def printed(v: Any) -> str:
+        return "null" if v is None else f"{v}"
+
+    names = [printed(v) if len(aggregates) == 1 else f"{printed(v)}_{name}" for v in values for name, _, _ in aggregates]
+    rows = []
+    for members in groups.values():
+        data = {k: members[0].data[k] for k in keys} if members else {}
+        ann = DELTA(sympy.Add(*[m.ann for m in members])) if members and keys else sympy.Integer(1)
+        aggs: dict[str, AggVal | BlackBoxVal] = {}
+        for v in values:
+            for name, fn, argument in aggregates:
+                alias = printed(v) if len(aggregates) == 1 else f"{printed(v)}_{name}"
+                rows_for_v = [m for m in members if matches(m.data, v)]
+                if null_without_rows and fn == "count":
+                    pairs = tuple((m.ann, 0 if argument is not None and _argument(m, argument) is None else 1) for m in rows_for_v)
+                    value: AggVal | BlackBoxVal = AggVal("Sum", pairs, sum(p[1] for p in pairs) if pairs else None)
+                else:
+                    masked = [KRow({**m.data, "__v": _argument(m, argument) if argument is not None else 1}, m.ann)
+                              for m in rows_for_v]
+                    value = _aggregate(fn, "__v", masked)
+                    if null_without_rows and not rows_for_v:
+                        value = AggVal(value.op, value.pairs, None) if isinstance(value, AggVal) else value
+                data[alias] = value.result
+                aggs[alias] = value
+        rows.append(KRow(data, ann, aggs))
+    return KRelation(list(keys) + names, rows)
 
 
 def _order_key(v: Any) -> tuple:

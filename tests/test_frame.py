@@ -149,11 +149,11 @@ def test_order_by_and_limit_are_post_processing(spark):
     "op, name",
     [
         (lambda R, S: R.exceptAll(R), "DataFrame.exceptAll"),
-        (lambda R, S: R.dropDuplicates(["k"]), "dropDuplicates(subset)"),
+        (lambda R, S: R.rollup("k").agg(F.grouping_id()), "grouping() or grouping_id()"),
         (lambda R, S: R.groupBy("k").agg(F.percentile_approx("v", 0.5)), "aggregate percentile_approx"),
         (lambda R, S: R.groupBy("k").agg((F.median("v") + 1).alias("x")), "aggregate median"),
         (lambda R, S: R.select(F.sum("v")), "select with aggregate functions"),
-        (lambda R, S: R.groupBy("k").pivot("v"), "GroupedData.pivot"),
+        (lambda R, S: R.groupingSets([[F.col("k")]], "k").count(), "groupingSets with the set member"),
         (lambda R, S: R.join(S, how="left_anti"), "join(how='left_anti') without a condition"),
         (lambda R, S: R.join(S, how="left"), "join(how='left') without a condition"),
     ],

@@ -4,7 +4,8 @@ For two random relations R(rid, a, b, v) and S(sid, a, b, v) (≤ 6 rows, tiny d
 groups and duplicates happen; v sometimes null) and a random plan of depth ≤ 3 over
 filter / select / join (on names, on a condition, semi, anti, left/right/full outer) / union (by
 position, by name with missing columns) / intersect / subtract / distinct / groupBy-agg / a window
-(count/sum/min/max/avg over a partition or its default ordered frame, row_number), we check:
+(count/sum/min/max/avg over a partition or its default ordered frame, row_number) / rollup or cube /
+a pivot (count/sum/min/max/avg: Spark's two-step plan), we check:
 
 1. fidelity: the data lipspark returns equals plain PySpark's (as multisets), and so does the
    reference's (which validates the reference itself);
@@ -33,6 +34,8 @@ position, by name with missing columns) / intersect / subtract / distinct / grou
    graph), and when no row appears the surviving rows equal the re-run. For a window at the
    top of a plan (nothing aggregated or windowed below) the surviving rows with their what-if
    window values are the re-run's; a ``row_number`` is unknown when a row of its partition went.
+   For a rollup, cube or pivot at the top (nothing aggregated below) the surviving rows with
+   their what-if values are the re-run's, as multisets.
 """
 from __future__ import annotations
 
@@ -42,6 +45,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
+from itertools import combinations
 from typing import Any, Union
 
 import numpy as np
@@ -212,8 +216,36 @@ class Win:
     order: str | None  # an order column: the default frame (RANGE up to the row's peers)
 
 
+@dataclass(frozen=True)
+class Rollup:
+    """``rollup(*keys).agg(...)``, or ``cube`` when ``cube``: count/sum/min/max/avg of columns."""
+
+    child: "Plan"
+    keys: tuple[str, ...]
+    aggs: tuple[tuple[str, str, Any], ...]
+    cube: bool
+
+
+@dataclass(frozen=True)
+class Pivot:
+    """``groupBy(*keys).pivot(column, values).agg(...)``: count/sum/min/max/avg of columns, all
+    numeric, so Spark's two-step plan (a group without rows for a value shows null)."""
+
+    child: "Plan"
+    keys: tuple[str, ...]
+    column: str
+    values: tuple[Any, ...]
+    aggs: tuple[tuple[str, str, Any], ...]
+
+    def names(self) -> list[str]:
+        printed = ["null" if v is None else str(v) for v in self.values]
+        return [p if len(self.aggs) == 1 else f"{p}_{a}" for p in printed for a, _, _ in self.aggs]
+
+
 Plan = Union[Base, Filter, Select, Join, Union_, Distinct, Agg, SemiJoin, Rename, CondJoin, Intersect, UnionByName,
-             AntiJoin, AntiCond, OuterJoin, Subtract, Win]
+             AntiJoin, AntiCond, OuterJoin, Subtract, Win, Rollup, Pivot]
+#: The operations that aggregate (their rows' values are v-nodes a deletion recomputes)
+AGGREGATIONS = (Agg, Rollup, Pivot)
 #: The operations whose rows may be ⊖ nodes
 MONUS_OPS = (AntiJoin, AntiCond, OuterJoin, Subtract)
 
@@ -248,8 +280,10 @@ def columns(p: Plan) -> list[str]:
         return list(p.on) + [c for c in lc if c not in p.on] + [c for c in p.right_keep if c not in p.on]
     if isinstance(p, Union_):
         return columns(p.left)
-    if isinstance(p, Agg):
+    if isinstance(p, (Agg, Rollup)):
         return list(p.keys) + [a for a, _, _ in p.aggs]
+    if isinstance(p, Pivot):
+        return list(p.keys) + p.names()
     if isinstance(p, Win):
         return columns(p.child) + [p.alias]
     raise TypeError(p)
@@ -271,7 +305,7 @@ def n_products(p: Plan) -> int:
 
 
 def has_delta(p: Plan) -> bool:
-    return has(p, (Distinct, Agg, SemiJoin, Intersect, Subtract)) or any(isinstance(n, CondJoin) and n.semi for n in nodes(p))
+    return has(p, (Distinct, Agg, SemiJoin, Intersect, Subtract, Rollup, Pivot)) or any(isinstance(n, CondJoin) and n.semi for n in nodes(p))
 
 
 # ---------------------------------------------------------------------- strategies
@@ -287,17 +321,31 @@ def plans(draw, depth: int = 3) -> Plan:
     if depth == 0 or draw(st.integers(0, 5)) == 0:
         return Base(draw(st.sampled_from(["R", "S"])))
     kind = draw(st.sampled_from(["filter", "select", "join", "union", "distinct", "agg", "agg",
-                                 "semi", "condition", "intersect", "by_name", "anti", "outer", "subtract", "window"]))
+                                 "semi", "condition", "intersect", "by_name", "anti", "outer", "subtract", "window",
+                                 "rollup", "pivot"]))
     child = draw(plans(depth - 1))
     cols = columns(child)
     if kind == "window":
         fn = draw(st.sampled_from(["count", "sum", "min", "max", "avg", "row_number"]))
-        if fn == "row_number" and has(child, (Agg,)):
+        if fn == "row_number" and has(child, AGGREGATIONS):
             fn = "sum"  # a black box over values with v-nodes also depends on a condition node the reference lacks
         alias = next(a for a in (f"w{i}" for i in range(9)) if a not in cols)
         column = None if fn == "count" and draw(st.booleans()) else draw(st.sampled_from(cols))
         order = None if fn == "row_number" or draw(st.booleans()) else draw(st.sampled_from(cols))
         return Win(child, alias, fn, None if fn == "row_number" else column, tuple(_subset(draw, cols, 0, 2)), order)
+    if kind == "pivot" and (has(child, AGGREGATIONS + (Win,)) or len(cols) < 2):
+        kind = "rollup"  # a pivot's arguments are expressions (if(col <=> v, x)): over plain columns only
+    if kind in ("rollup", "pivot"):
+        keys = _subset(draw, cols, 1 if kind == "rollup" else 0, 2)
+        column = draw(st.sampled_from([c for c in cols if c not in keys] or cols))
+        simple: list[tuple[str, str, Any]] = [("cnt", "count", None)]
+        simple += [(f"{'cnt' if fn == 'count' else fn}_{c}", fn, c) for c in cols for fn in ("count", "sum", "min", "max", "avg")]
+        simple = [a for a in simple if a[0] not in keys]
+        aggs = tuple(draw(st.lists(st.sampled_from(simple), unique_by=lambda a: a[0], min_size=1, max_size=2)))
+        if kind == "rollup" or column in keys:
+            return Rollup(child, tuple(keys), aggs, draw(st.booleans()))
+        values = tuple(draw(st.lists(st.sampled_from([0, 1, 2, None]), unique=True, min_size=1, max_size=3)))
+        return Pivot(child, tuple(keys), column, values, aggs)
     if kind == "filter":
         return Filter(child, draw(st.sampled_from(cols)), draw(st.sampled_from(sorted(SPARK_CMP))), draw(st.integers(-1, 3)))
     if kind == "select":
@@ -489,6 +537,12 @@ def run_plan(plan: Plan, frames: dict[str, Any]) -> Any:
     if isinstance(plan, Agg):
         exprs = [agg_column(*a) for a in plan.aggs]
         return run_plan(plan.child, frames).groupBy(*plan.keys).agg(*exprs)
+    if isinstance(plan, Rollup):
+        grouped = getattr(run_plan(plan.child, frames), "cube" if plan.cube else "rollup")(*plan.keys)
+        return grouped.agg(*[agg_column(*a) for a in plan.aggs])
+    if isinstance(plan, Pivot):
+        grouped = run_plan(plan.child, frames).groupBy(*plan.keys).pivot(plan.column, list(plan.values))
+        return grouped.agg(*[agg_column(*a) for a in plan.aggs])
     if isinstance(plan, Win):
         child = run_plan(plan.child, frames)
         w = Window.partitionBy(*plan.partition)
@@ -551,6 +605,15 @@ def _reference(plan: Plan, rels: dict[str, ref.KRelation], absent: list[ref.KRow
         return ref.distinct(run_reference(plan.child, rels))
     if isinstance(plan, Agg):
         return ref.group_by(run_reference(plan.child, rels), list(plan.keys), [reference_aggregate(*a) for a in plan.aggs])
+    if isinstance(plan, Rollup):
+        n = len(plan.keys)
+        positions = [c for size in range(n, -1, -1) for c in combinations(range(n), size)] if plan.cube else \
+            [tuple(range(i)) for i in range(n, -1, -1)]
+        sets = [[plan.keys[i] for i in s] for s in positions]
+        return ref.grouping_sets(run_reference(plan.child, rels), list(plan.keys), sets, [reference_aggregate(*a) for a in plan.aggs])
+    if isinstance(plan, Pivot):
+        return ref.pivot(run_reference(plan.child, rels), list(plan.keys), plan.column, list(plan.values),
+                         [reference_aggregate(*a) for a in plan.aggs], null_without_rows=True)
     if isinstance(plan, Win):
         return ref.window(run_reference(plan.child, rels), plan.alias, plan.fn, plan.column, list(plan.partition), plan.order)
     raise TypeError(plan)
@@ -685,11 +748,16 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
         assert not what_if.exact, why
         if not isinstance(plan, MONUS_OPS) or has(plan.left, MONUS_OPS) or has(plan.right, MONUS_OPS):
             return  # below another operation: what it does with the row is not in the graph
-    if isinstance(plan, Win) and not has(plan.child, (Agg, Win)):
+    if isinstance(plan, Win) and not has(plan.child, AGGREGATIONS + (Win,)):
         check_window_deletion(spark, plan, kept, g, arows, deleted, why)
         return
     if has(plan, (Win,)):
         return  # a window below: the values it adds change with the deletion, and what comes after is not recomputed
+    if isinstance(plan, (Rollup, Pivot)) and not has(plan.child, AGGREGATIONS):
+        check_grouping_deletion(spark, plan, kept, g, arows, deleted, why)
+        return
+    if has(plan, (Rollup, Pivot)):
+        return  # below another operation: its recomputed values are not carried on
     if not has(plan, (Agg,)):
         rerun = Counter(key_of(r) for r in run_plan(plan, plain_frames(spark, kept)).collect())
         alive = {k for k, e in summed.items() if evaluate(e, BOOLEAN, valuation, default=True)}
@@ -725,6 +793,28 @@ def check_plan(spark, data: dict[str, list[tuple]], plan: Plan, deleted: set[str
                 v = evaluate(g.value(r.annotation, alias), BOOLEAN, valuation, default=True)
                 assert close(v, rerun[k][alias]), f"{alias}: boolean {v} != re-run {rerun[k][alias]}\n{why}"
                 assert close(what_if, rerun[k][alias]), f"{alias}: what-if {what_if} != re-run {rerun[k][alias]}\n{why}"
+
+
+def check_grouping_deletion(spark, plan: Plan, kept: dict[str, list[tuple]], g: Any, arows: list[Any], deleted: set[str], why: str) -> None:
+    """The deletion oracle for a rollup, cube or pivot at the top of a plan (nothing aggregated
+    below): the rows that survive, with their aggregates recomputed by the what-if (⊗ aggregates
+    only: never unknown), are the re-run's, as multisets."""
+    what_if = delete(g, [g.token_id(tok) for tok in deleted])
+    changed = {c.node: c.after for c in what_if.values}
+    names = columns(plan)
+    predicted: Counter = Counter()
+    for r in arows:
+        if what_if.removed[g.positions(r.annotation.factors)].any():
+            continue
+        data = []
+        for c, v in zip(names, r.row):
+            node = r.annotation.values.get(c)
+            after = changed.get(node, v) if node is not None else v
+            assert after is not UNKNOWN, f"{c}: unknown\n{why}"
+            data.append(ref.norm_value(after))
+        predicted[tuple(data)] += 1
+    rerun = Counter(key_of(r) for r in run_plan(plan, plain_frames(spark, kept)).collect())
+    assert predicted == rerun, f"what-if {predicted} != re-run {rerun}\n{why}"
 
 
 def check_window_deletion(spark, plan: Win, kept: dict[str, list[tuple]], g: Any, arows: list[Any], deleted: set[str], why: str) -> None:
@@ -826,6 +916,23 @@ WINDOW_FIXED = {
 @pytest.mark.parametrize("name", sorted(WINDOW_FIXED))
 def test_window_plans(spark, name):
     check_plan(spark, DATA, WINDOW_FIXED[name], {"R:3", "S:10"})
+
+
+#: rollup, cube and pivot over null keys, null pivot values, duplicates; over a join and an aggregate
+GROUPING_FIXED = {
+    "rollup_two_keys": Rollup(Base("R"), ("a", "b"), (("cnt", "count", None), ("sum_v", "sum", "v")), False),
+    "cube_over_a_join": Rollup(Join(Base("R"), Select(Base("S"), ("a", "sid")), ("a",), ("a", "sid")), ("a", "sid"),
+                               (("max_v", "max", "v"),), True),
+    "rollup_of_an_aggregate": Rollup(Agg(Base("R"), ("a", "b"), (("cnt", "count", None),)), ("a",), (("sum_cnt", "sum", "cnt"),), False),
+    "pivot_with_a_null_value": Pivot(Base("R"), ("a",), "v", (2, None, 0), (("cnt", "count", None), ("avg_b", "avg", "b"))),
+    "keyless_pivot": Pivot(Base("S"), (), "b", (0, 1), (("sum_v", "sum", "v"),)),
+    "distinct_of_a_pivot": Distinct(Select(Pivot(Base("R"), ("b",), "a", (1, 2), (("cnt_v", "count", "v"),)), ("1", "2"))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUPING_FIXED))
+def test_grouping_plans(spark, name):
+    check_plan(spark, DATA, GROUPING_FIXED[name], {"R:3", "S:10"})
 
 
 @pytest.mark.parametrize("name", sorted(FIXED))

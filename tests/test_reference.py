@@ -414,3 +414,33 @@ def test_subtract_is_delta_minus_delta_and_null_safe():
 def test_monus_laws():
     assert ref.monus(S("a"), 0) == S("a") and ref.monus(0, S("a")) == 0
     assert ref.monus(S("a"), S("b")) == MONUS(S("a"), S("b"))
+
+
+def test_drop_duplicates_is_delta_per_key_and_first_of_the_other_columns():
+    rel = ref.base("R", [{"id": 1, "k": "a", "v": 5}, {"id": 2, "k": "a", "v": 5}, {"id": 3, "k": None, "v": 7}], key=["id"])
+    out = ref.drop_duplicates(rel, ["k"])
+    got = {r.data["k"]: r for r in out.rows}
+    assert got["a"].ann == DELTA(S("R:1") + S("R:2")) and got[None].ann == DELTA(S("R:3"))
+    assert got["a"].aggs["v"] == ref.BlackBoxVal("first", (S("R:1"), S("R:2")), 5)
+    assert got["a"].data == {"id": 1, "k": "a", "v": 5}  # the first row of the key
+    assert len(ref.drop_duplicates(rel, [])) == 1 and len(ref.drop_duplicates(ref.filter_rows(rel, lambda d: False), [])) == 0
+
+
+def test_grouping_sets_are_a_union_of_group_bys_with_the_grand_total_a_group():
+    rel = ref.base("R", [{"id": 1, "k": "a", "p": "x", "v": 5}, {"id": 2, "k": "a", "p": "y", "v": 3}], key=["id"])
+    out = ref.grouping_sets(rel, ["k", "p"], [["k", "p"], ["k"], []], [("s", "sum", "v")])
+    got = sorted((str(tuple(r.data.values())), str(r.ann)) for r in out.rows)
+    assert got == sorted([(str(("a", "x", 5)), "δ(R:1)"), (str(("a", "y", 3)), "δ(R:2)"), (str(("a", None, 8)), "δ(R:1 + R:2)"),
+                          (str((None, None, 8)), "δ(R:1 + R:2)")])
+    assert len(ref.grouping_sets(ref.filter_rows(rel, lambda d: False), ["k"], [["k"], []], [("s", "sum", "v")])) == 0
+
+
+def test_pivot_aggregates_each_value_over_its_rows():
+    rel = ref.base("R", [{"id": 1, "k": "a", "p": "x", "v": 5}, {"id": 2, "k": "a", "p": None, "v": None},
+                         {"id": 3, "k": "b", "p": "x", "v": 2}], key=["id"])
+    one_step = {r.data["k"]: r for r in ref.pivot(rel, ["k"], "p", ["x", None], [("n", "count", "v")]).rows}
+    assert one_step["a"].data == {"k": "a", "x": 1, "null": 0} and one_step["b"].data == {"k": "b", "x": 1, "null": 0}
+    assert one_step["a"].aggs["x"].pairs == ((S("R:1"), 1),) and one_step["a"].ann == DELTA(S("R:1") + S("R:2"))
+    two_step = {r.data["k"]: r for r in ref.pivot(rel, ["k"], "p", ["x", None], [("n", "count", "v")], null_without_rows=True).rows}
+    assert two_step["a"].data == {"k": "a", "x": 1, "null": 0} and two_step["b"].data == {"k": "b", "x": 1, "null": None}
+    assert two_step["a"].aggs["null"] == ref.AggVal("Sum", ((S("R:2"), 0),), 0)  # a row for null whose v is null: 0

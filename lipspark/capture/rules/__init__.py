@@ -5,7 +5,9 @@ saying how data and annotation propagate and which segment it records:
 :mod:`~lipspark.capture.rules.projection`, :mod:`~lipspark.capture.rules.selection`,
 :mod:`~lipspark.capture.rules.join`, :mod:`~lipspark.capture.rules.semijoin`,
 :mod:`~lipspark.capture.rules.intersect`, :mod:`~lipspark.capture.rules.union`,
-:mod:`~lipspark.capture.rules.aggregate`, :mod:`~lipspark.capture.rules.window`, :mod:`~lipspark.capture.rules.black_box`,
+:mod:`~lipspark.capture.rules.aggregate` (``distinct``, ``dropDuplicates`` too), :mod:`~lipspark.capture.rules.pivot`,
+:mod:`~lipspark.capture.rules.grouping_sets` (``rollup``, ``cube``), :mod:`~lipspark.capture.rules.window`,
+:mod:`~lipspark.capture.rules.black_box`,
 :mod:`~lipspark.capture.rules.cogroup` and :mod:`~lipspark.capture.rules.condition` (what a
 filter, join or grouping over values records).
 """

@@ -30,7 +30,7 @@ a group-by on every column with no aggregate.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -51,8 +51,8 @@ from lipspark.vocabulary.ids import aggregate_id_col, node_hash_col, segment_nod
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["Aggregation", "Planned", "BLACK_BOX_AGGREGATES", "aggregate", "distinct", "read_aggregation", "members_table",
-           "group_output"]
+__all__ = ["Aggregation", "Planned", "BLACK_BOX_AGGREGATES", "aggregate", "distinct", "drop_duplicates", "read_aggregation",
+           "members_table", "group_output"]
 
 #: Spark's aggregate functions without a ⊗ form here: one black-box v-node per group (labelled
 #: with the name module code calls them by). ``collect_list`` is one too inside an expression
@@ -127,6 +127,52 @@ def distinct(frame: AnnotatedFrame) -> AnnotatedFrame:
     return distinct(renamed).toDF(*visible)
 
 
+def drop_duplicates(frame: AnnotatedFrame, subset: Sequence[str]) -> AnnotatedFrame:
+    """``dropDuplicates(subset)``: one row per distinct value of the ``subset`` columns, annotated
+    δ(Σ the rows of that value) as by :func:`distinct`.
+
+    Spark plans it as an aggregate of ``first`` over the other columns, keeping an arbitrary row
+    of each key; so each other column's value is a black-box ``first`` v-node with an edge from
+    every row of the key (and from the v-nodes that column has on those rows, if any): a what-if
+    that deletes a row of the key shows it unknown, one that deletes them all removes the row.
+    The data is Spark's own ``dropDuplicates(subset)`` over the same rows, computed once, so the
+    row kept is the one plain Spark keeps and the graph holds the values the output shows. An
+    empty subset keeps one row of the whole relation (none of an empty one), as Spark does.
+
+    >>> "drop_duplicates" in __all__
+    True
+    """
+    # Spark's own errors first: a name it lacks, a subset that is not a list
+    frame.to_plain().dropDuplicates(subset)  # type: ignore[arg-type]
+    subset = list(subset)
+    visible = frame.columns
+    same: Callable[[str, str], bool] = ((lambda a, b: a == b) if frame.tracker.case_sensitive
+                                        else (lambda a, b: a.lower() == b.lower()))
+    if len(set(visible)) != len(visible):  # as distinct: a name's every column is a key (Spark's rule)
+        taken = set(visible)
+        unique = [_fresh(f"{c}_{i}", taken) for i, c in enumerate(visible)]
+        names = iter(unique)
+        df = frame.with_annotations()
+        renamed = frame.derive(df.toDF(*[c if is_hidden(c) else next(names) for c in df.columns]))
+        keys = [u for u, c in zip(unique, visible) if any(same(c, s) for s in subset)]
+        return drop_duplicates(renamed, keys).toDF(*visible)
+    keys = [c for c in visible if any(same(c, s) for s in subset)]
+    if len(keys) == len(visible):
+        return distinct(frame)
+    if frame.layout.bags:
+        raise UnsupportedOperation(
+            f"dropDuplicates(subset) over nested bag column(s) {list(frame.layout.bags)} whose members have provenance",
+            "explode the bag first, or drop the column before de-duplicating")
+    others = [c for c in visible if c not in keys]
+    constant = [] if keys else [F.lit(0).alias(_fresh("lp_all", set(visible)))]  # one group, absent over no rows
+    key_cols: list[Any] = [F.col(f"`{k}`") for k in keys] + constant
+    exprs = [F.first(F.col(f"`{c}`")).alias(c) for c in others]
+    agg = read_aggregation(frame, key_cols, exprs)
+    kept = frame.with_annotations().dropDuplicates(keys)  # the row plain Spark keeps: its own operation, same input
+    agg = replace(agg, plain=kept.select(*key_cols, *[F.col(f"`{c}`") for c in others]))
+    return _recorded(frame, key_cols, exprs, agg, what="dropDuplicates").select(*visible)
+
+
 def _fresh(name: str, taken: set[str]) -> str:
     while name in taken:
         name += "_"
@@ -145,9 +191,16 @@ def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
     for k in keys:
         if isinstance(k, str):
             check_visible(k)
-    agg = read_aggregation(frame, keys, exprs, distinct=distinct)
+    return _recorded(frame, keys, exprs, read_aggregation(frame, keys, exprs, distinct=distinct), distinct=distinct)
+
+
+def _recorded(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], agg: Aggregation, *,
+              distinct: bool = False, what: str | None = None) -> AnnotatedFrame:
+    """The aggregation ``agg`` (as :func:`read_aggregation` read it, its data possibly computed
+    otherwise) recorded: a δ per group, its aggregates' v-nodes, the output frame."""
+    layout = frame.layout
     tracker = frame.tracker
-    _record_grouping(frame, keys, distinct)
+    _record_grouping(frame, keys, distinct, what)
     seg = tracker.builder.allocate()
     tracker.share(frame.with_annotations())
     group_id = _group_id(seg, keyless=not agg.keys)
@@ -161,7 +214,7 @@ def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
     return frame.derive(out, Layout(1, value_names, tuple(agg.items[j].name for j in agg.bags)))
 
 
-def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool) -> None:
+def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool, what: str | None = None) -> None:
     """Groups keyed by values with v-nodes (a group-by on a count, a distinct over an aggregate)
     depend on those values: a CONDITION node over them (:mod:`~lipspark.capture.rules.condition`)."""
     if not frame.layout.values:
@@ -172,7 +225,8 @@ def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool)
         read.update([k] if isinstance(k, str) else column_references(df, k))
     valued = valued_columns(read, frame.layout.values)
     if valued:
-        record_condition(frame.tracker, [(df, valued)], f"{'distinct' if distinct else 'groupBy'} on {', '.join(valued)}")
+        what = what or ("distinct" if distinct else "groupBy")
+        record_condition(frame.tracker, [(df, valued)], f"{what} on {', '.join(valued)}")
 
 
 def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], *, distinct: bool = False) -> Aggregation:

@@ -66,7 +66,8 @@ def select(frame: AnnotatedFrame, cols: Sequence[Any]) -> AnnotatedFrame:
     for n in names:
         check_visible(n)
     layout = frame.layout
-    if len(set(names)) != len(names) and any(it.source in layout.values or it.source in layout.bags for it in proj.items):
+    if len(set(names)) != len(names) and any(names.count(it.name) > 1 and (it.source in layout.values or it.source in layout.bags)
+                                             for it in proj.items):  # a v-node or bag is kept by its column's name
         raise UnsupportedOperation("select producing duplicate column names", "alias the columns so each name is unique")
     boxes = _black_boxes(frame, proj)
     if proj.generator is not None:
