@@ -5,6 +5,6 @@ from __future__ import annotations
 
 from lipspark.store.graphs import graph_segments
 from lipspark.store.manifest import read_json, read_manifest, read_segments
-from lipspark.store.store import CAPTURE_MODES, PROVENANCE_DIR, STORE_FORMAT, STORE_VERSION, Store
+from lipspark.store.store import CAPTURE_MODES, PROVENANCE_DIR, STATE_SCHEMES, STORE_FORMAT, STORE_VERSION, Store
 
-__all__ = ["Store", "PROVENANCE_DIR", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES", "read_json", "read_manifest", "read_segments", "graph_segments"]
+__all__ = ["Store", "PROVENANCE_DIR", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES", "STATE_SCHEMES", "read_json", "read_manifest", "read_segments", "graph_segments"]

@@ -33,12 +33,15 @@ from lipspark.errors import StoreError
 from lipspark.store.lock import LOCK_FILE, WriterLock
 from lipspark.store.manifest import read_json
 
-__all__ = ["Store", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES", "PROVENANCE_DIR"]
+__all__ = ["Store", "STORE_FORMAT", "STORE_VERSION", "CAPTURE_MODES", "STATE_SCHEMES", "PROVENANCE_DIR"]
 
 STORE_FORMAT = "lipspark-store"
 STORE_VERSION = 1
 #: How a store with provenance on records its graph (see :meth:`Store.create`).
 CAPTURE_MODES = ("eager", "deferred")
+#: How the rows of state relations a store writes get p-nodes (see :attr:`Store.state_scheme`):
+#: ``state`` for new stores, ``collapse`` for stores made before (``store.json`` without the key).
+STATE_SCHEMES = ("state", "collapse")
 #: Where a deferred store keeps the eager store its executions are replayed into.
 PROVENANCE_DIR = "provenance"
 
@@ -110,15 +113,29 @@ class Store:
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def create(cls, root: str, workflow: str, provenance: bool, params: dict[str, Any], *,
-               capture: str = "eager", definition: str | None = None, lock: WriterLock | None = None) -> "Store":
+               capture: str = "eager", definition: str | None = None, lock: WriterLock | None = None,
+               state_scheme: str = "state") -> "Store":
         """A new, empty store at ``root``.
 
         ``capture`` is ``"eager"`` (the graph is written with each execution) or ``"deferred"``
         (executions run at plain speed; :func:`lipspark.workflow.materialize` replays them with
         provenance on when the graph is first needed, which needs the ``definition`` file).
+        ``state_scheme`` is how new state rows get p-nodes (:attr:`state_scheme`): ``"state"``,
+        or ``"collapse"`` to make a store as lipspark made them before (ids as an older store's).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as root:
+        ...     with Store.create(f"{root}/new", "wf", True, {}) as new:
+        ...         with Store.create(f"{root}/old", "wf", True, {}, state_scheme="collapse") as old:
+        ...             print(new.state_scheme, old.state_scheme)
+        state collapse
         """
         if capture not in CAPTURE_MODES:
             raise StoreError(f"capture must be one of {', '.join(CAPTURE_MODES)}, got {capture!r}")
+        if state_scheme not in STATE_SCHEMES:
+            raise StoreError(f"state_scheme must be one of {', '.join(STATE_SCHEMES)}, got {state_scheme!r}")
         if capture == "deferred" and not provenance:
             raise StoreError("deferred capture records provenance later; it needs provenance on")
         if capture == "deferred" and not definition:
@@ -148,6 +165,7 @@ class Store:
             "capture": capture if provenance else None,
             "definition": os.path.abspath(definition) if definition else None,
             "next_segment": 1,
+            "state_scheme": state_scheme,
             "initial": None,
             "executions": [],
         }
@@ -259,11 +277,11 @@ class Store:
     @property
     def state_scheme(self) -> str:
         """How the rows of state relations this store writes get p-nodes (:class:`PScheme`):
-        ``"state"`` when ``store.json`` says so, else ``"collapse"`` (a store keeps the scheme its
-        graph began with). New stores still begin with ``collapse``: the documents' outputs are
-        made again with ``state`` before it becomes the default (docs/design.md)."""
+        what ``store.json`` says, ``"collapse"`` when it says nothing (a store made before the key
+        existed). A store keeps the scheme its graph began with; new stores begin with ``state``
+        (:meth:`create`; docs/design.md, "Deferred capture")."""
         scheme = str(self.meta.get("state_scheme", "collapse"))
-        if scheme not in ("state", "collapse"):
+        if scheme not in STATE_SCHEMES:
             raise StoreError(f"the store at {self.root} has state_scheme {scheme!r}; expected 'state' or 'collapse' (written by a newer lipspark?)")
         return scheme
 

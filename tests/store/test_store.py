@@ -430,3 +430,33 @@ def test_readers_parse_store_json_once_per_version_and_a_writer_reads_its_own(tm
     writer.save()
     writer.unlock()
     assert [e["n"] for e in Store.open(root).executions] == [1] and a.executions == []  # a snapshot stays as it was
+
+
+@pytest.mark.parametrize("capture", ["eager", "deferred"])
+def test_new_stores_begin_with_the_state_scheme_and_old_ones_keep_collapse(tmp_path, capture):
+    """Every new store writes ``state_scheme: state`` (a new state row's p-node is a · node by
+    position); a ``store.json`` without the key (a store made before) reads ``collapse``."""
+    root = str(tmp_path / "s")
+    with Store.create(root, "wf", True, {}, capture=capture, definition=__file__) as store:
+        assert store.state_scheme == "state"
+    with open(os.path.join(root, "store.json")) as fh:
+        meta = json.load(fh)
+    assert meta["state_scheme"] == "state"
+    del meta["state_scheme"]
+    with open(os.path.join(root, "store.json"), "w") as fh:
+        json.dump(meta, fh)
+    assert Store.open(root).state_scheme == "collapse"
+    with Store.create(str(tmp_path / "old"), "wf", True, {}, capture=capture, definition=__file__, state_scheme="collapse") as old:
+        assert old.state_scheme == "collapse" and Store.open(old.root).meta["state_scheme"] == "collapse"
+
+
+def test_an_unknown_state_scheme_is_refused_naming_the_choices(tmp_path):
+    with pytest.raises(StoreError, match=r"state_scheme must be one of state, collapse, got 'positional'"):
+        Store.create(str(tmp_path / "s"), "wf", True, {}, state_scheme="positional")
+    assert not os.path.exists(tmp_path / "s")
+    root = str(tmp_path / "t")
+    with Store.create(root, "wf", True, {}) as store:
+        store.meta["state_scheme"] = "positional"
+        store.save()
+    with pytest.raises(StoreError, match=r"state_scheme 'positional'; expected 'state' or 'collapse'"):
+        Store.open(root).state_scheme

@@ -177,21 +177,26 @@ def test_the_coarse_graph_of_a_deferred_store_is_the_eager_graph_with_every_modu
     assert not [d for d in _differences(coarse, zoomed) if not d.startswith("edges:")]
 
 
-def test_the_state_scheme_gives_every_output_the_polynomial_and_what_if_of_the_collapse_scheme(spark, tmp_path, monkeypatch):
-    """State rows numbered by position (scheme ``state``) add · nodes with one factor, and · v-nodes
-    carrying a value: every output's polynomial, and a what-if's values, are those of ``collapse``."""
+def test_the_state_scheme_gives_every_output_the_polynomial_and_what_if_of_the_collapse_scheme(spark, tmp_path):
+    """State rows numbered by position (scheme ``state``, new stores') add · nodes with one factor,
+    and · v-nodes carrying a value: every output's polynomial, and a what-if's values, are those of
+    ``collapse`` (a store made before, here made as one and continued by the run)."""
     from lipspark.graph.index import GraphIndex
     from lipspark.query.deletion import delete
     from lipspark.semiring import normal_form
+    from lipspark.workflow import load_definition
 
     params = {**PARAMS, "numCars": 60, "numExec": 2}
+    Store.create(str(tmp_path / "collapse"), "car_dealership", True, load_definition(CARS).with_params(params),
+                 definition=CARS, state_scheme="collapse").unlock()
     run(CARS, graph_dir=str(tmp_path / "collapse"), spark=spark, params=params)
-    monkeypatch.setattr(Store, "state_scheme", property(lambda self: "state"))
     run(CARS, graph_dir=str(tmp_path / "state"), spark=spark, params=params)
+    assert (Store.open(str(tmp_path / "collapse")).state_scheme, Store.open(str(tmp_path / "state")).state_scheme) == ("collapse", "state")
     a, b = GraphIndex.load(str(tmp_path / "collapse")), GraphIndex.load(str(tmp_path / "state"))
-    kinds = {s.source.p.kind for s, _ in graph_segments(str(tmp_path / "state"))[0]
-             if isinstance(s, BoundarySegment) and s.role == "collapse" and s.source.p is not None}
-    assert kinds == {"state"} and len(b) > len(a)
+    kinds = {name: {s.source.p.kind for s, _ in graph_segments(str(tmp_path / name))[0]
+                    if isinstance(s, BoundarySegment) and s.role == "collapse" and s.source.p is not None}
+             for name in ("collapse", "state")}
+    assert kinds == {"collapse": {"collapse"}, "state": {"state"}} and len(b) > len(a)
     outs = [int(i) for i in a.ids[a.nodes_with(type="o", kind="p")].tolist()]
     assert outs and all(b.contains(i) for i in outs)
     assert [str(normal_form(a.polynomial(i))) for i in outs] == [str(normal_form(b.polynomial(i))) for i in outs]
