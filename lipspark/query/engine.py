@@ -334,6 +334,9 @@ class Session:
         """
         if self.path is None:
             raise QueryError("this session was given a graph, not a path: there is nothing to read again")
+        if self._demand is not None:
+            raise QueryError("this session replays a deferred store on demand from the executions it opened with; "
+                             "open a new Session to see executions run since")
         before = len(self.base)
         self.base = GraphIndex.load(self.path)
         self._edge_reader = None
@@ -363,10 +366,14 @@ class Session:
         pending (:class:`OnDemand`); the session's zooms and deletions are applied again to the
         graph each replay gives."""
         assert self._demand is not None
+        asked: set[int] = set()
         while True:
             ids = self._reached_pending(stmt)
             if not ids:
                 return
+            if asked.issuperset(ids):  # a replay that did not replace its pending node would loop
+                raise QueryError(f"{stmt}: replaying the invocations of pending node(s) {sorted(ids)[:5]} left them pending; please report this store")
+            asked.update(ids)
             self.base = self._demand.replay(ids)
             self._edge_reader = None
             self._replay(list(self._ops))

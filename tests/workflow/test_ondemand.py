@@ -114,7 +114,7 @@ def test_an_interrupted_replay_leaves_the_store_as_it_was(spark, stores, monkeyp
     os.makedirs(os.path.join(deferred, replay_dir(1, "request")))
     dg = DeferredGraph(deferred, spark=spark)
     assert not dg.is_replayed(1, "request")
-    _same_answers(eager, dg, "polynomial output Requests of request execution 1")
+    _same_answers(eager, dg, "ancestors output Requests of and execution 1")
     assert os.path.exists(os.path.join(deferred, replay_dir(1, "request"), DONE_FILE))
 
 
