@@ -323,6 +323,30 @@ def _materialized(path: str) -> None:
         materialize(store, progress=sys.stderr.isatty())
 
 
+def _open_session(path: str) -> Any:
+    """A query session on the graph at ``path``. A deferred store not replayed whole answers
+    from its coarse graph and replays the invocations each answer reaches into
+    (:class:`~lipspark.workflow.ondemand.DeferredGraph`); one made before state rows had nodes
+    of their own is replayed whole first (:func:`_materialized`)."""
+    import os
+
+    from lipspark.query.engine import Session
+
+    if os.path.exists(os.path.join(path, "store.json")):
+        from lipspark.store import Store
+
+        store = Store.open(path)
+        if store.capture == "deferred" and store.state_scheme == "state":
+            from lipspark.workflow.materialize import _replayed_all
+
+            if not _replayed_all(store, store.graph_store()):
+                from lipspark.workflow.ondemand import DeferredGraph
+
+                return Session(DeferredGraph(store, progress=sys.stderr.isatty()))
+    _materialized(path)
+    return Session(path)
+
+
 def _query_text(args: Any) -> tuple[str, str]:
     from lipspark.errors import QueryError
 
@@ -340,15 +364,13 @@ def _query(args: Any) -> int:
     import os
 
     from lipspark.errors import QueryError
-    from lipspark.query.engine import Session
     from lipspark.query.parser import parse
 
     text, source = _query_text(args)
     statements = parse(text, source)  # syntax errors before the (slower) graph load
     if not os.path.isdir(args.graph):
         raise QueryError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
-    _materialized(args.graph)
-    session = Session(args.graph)
+    session = _open_session(args.graph)
     results = []
     for stmt in statements:
         r = session.execute(stmt)
@@ -363,14 +385,12 @@ def _query(args: Any) -> int:
 def _shell(args: Any) -> int:
     import os
 
-    from lipspark.query.engine import Session
     from lipspark.shell import Shell, history_path
 
     if not os.path.isdir(args.graph):
         raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
-    _materialized(args.graph)
     interactive = sys.stdin.isatty()
-    shell = Shell(Session(args.graph), ids=args.ids, all_rows=args.all, source="<shell>" if interactive else "<stdin>")
+    shell = Shell(_open_session(args.graph), ids=args.ids, all_rows=args.all, source="<shell>" if interactive else "<stdin>")
     if not interactive:
         return shell.run(sys.stdin)
     g = shell.session.base

@@ -29,7 +29,7 @@ import os
 import re
 import warnings
 from dataclasses import replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -610,18 +610,21 @@ def _expand_one(s: Segment, tables: Tables, root: str | None, fine: bool = True)
     raise StoreError(f"unknown segment kind {type(s).__name__} in segment {s.seg}; written by a newer lipspark?")
 
 
-def expand_segments(segments: Sequence[tuple[Segment, Tables]], root: str | None = None, *, fine: bool = True) -> Nodes:
+def expand_segments(segments: Sequence[tuple[Segment, Tables]], root: str | None = None, *,
+                    fine: bool | Callable[[Segment], bool] = True) -> Nodes:
     """Nodes and edges of a graph from ``[(segment, tables)]`` (as :func:`lipspark.store.read_segments`
     reads them, or as capture collects them).
 
     ``root`` resolves relative file paths (a workflow store's directory). Two different nodes
     with the same id are a :class:`~lipspark.errors.StoreError`. ``fine=False``: boundary
     segments over files without hidden columns (a deferred store's coarse graph,
-    :mod:`lipspark.workflow.coarse`), their nodes without the edges from the fine computation.
+    :mod:`lipspark.workflow.coarse`), their nodes without the edges from the fine computation;
+    a function of the segment says it per segment (a replayed invocation reads its producers'
+    files, which have no hidden columns, but writes its own with them).
     """
     node_parts, edge_parts = [], []
     for s, tables in segments:
-        n, e = _expand_one(s, tables, root, fine)
+        n, e = _expand_one(s, tables, root, fine(s) if callable(fine) else fine)
         for attr in ("module", "node", "execution", "invocation"):
             n[attr] = getattr(s.context, attr)
         node_parts.append(n)

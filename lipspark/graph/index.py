@@ -722,10 +722,12 @@ class GraphIndex:
             frontier = nxt if stop is None else nxt[~stop[nxt]]
         return visited if seen is None else np.flatnonzero(seen)
 
-    def ancestors(self, seeds: Any) -> np.ndarray:
+    def ancestors(self, seeds: Any, *, stop: np.ndarray | None = None) -> np.ndarray:
         """Positions of every node with a path to a seed (the backward trace), seeds excluded
-        unless they lie on a cycle-free path from another seed."""
-        return self._closure(self.gather_children, seeds)
+        unless they lie on a cycle-free path from another seed.
+
+        ``stop``: a boolean mask; nodes in it are reported but not expanded."""
+        return self._closure(self.gather_children, seeds, stop)
 
     def descendants(self, seeds: Any, *, stop: np.ndarray | None = None) -> np.ndarray:
         """Positions of every node reachable from a seed (the forward trace).

@@ -7,8 +7,10 @@ query session started from, its *base* (a store's memory-mapped index, or a grap
 * an *overlay*: the nodes the view adds (the p-node a ZoomOut puts in place of an invocation)
   and the edges that touch them.
 
-A base edge is in the view iff both of its ends are; so hiding a node hides its edges, showing it
-again gives them back, and a view never lists base edges. What a view costs is what it changes:
+A base edge is in the view iff both of its ends are, and no zoom of the view *cuts* it (a
+ZoomOut cuts the edges from an invocation's input nodes straight to its output nodes: the zoom
+node stands for all of the invocation's computation); so hiding a node hides its edges, showing
+it again gives them back, and a view never lists base edges. What a view costs is what it changes:
 the mask (one byte per base node, zero pages until written), the sorted positions of whichever
 side of the mask is smaller, and the overlay.
 
@@ -230,6 +232,9 @@ class View(GraphIndex):
         self._out = None
         self._in_eid = None
         self.zoom = dict(zoom or {})
+        # base edges the zooms cut, as sorted keys target · n + source (base positions)
+        cuts = [np.asarray(getattr(z, "cut", ()), dtype=np.int64) for z in self.zoom.values()]
+        self._cut = np.unique(np.concatenate(cuts)) if cuts else np.zeros(0, dtype=np.int64)
         #: the what-if values of the deletions that made this view (node id → value)
         self.what_if = dict(what_if or {})
         self._what_if_ids = np.fromiter(self.what_if, dtype=np.int64, count=len(self.what_if))
@@ -330,12 +335,19 @@ class View(GraphIndex):
         return np.concatenate([self._compress(base_arr), np.asarray(extra, dtype=np.asarray(base_arr[:0]).dtype)])
 
     # ------------------------------------------------------------------ edges
+    def _uncut(self, dst: np.ndarray, src: np.ndarray) -> np.ndarray:
+        """Mask over base edges (``dst``, ``src``: base positions): not cut by a zoom."""
+        if not len(self._cut) or not len(dst):
+            return np.ones(len(dst), dtype=bool)
+        return ~np.isin(np.asarray(dst, dtype=np.int64) * self._N + np.asarray(src, dtype=np.int64), self._cut)
+
     def gather_children(self, frontier: np.ndarray, *, owners: bool = False) -> Any:
         f = np.asarray(frontier, dtype=np.int64)
         isb = f < self._nb
         at = np.flatnonzero(isb)
-        own, kids = self._base.gather_children(self._select(f[at]), owners=True)
-        keep = self._visible(kids)
+        sel = self._select(f[at])
+        own, kids = self._base.gather_children(sel, owners=True)
+        keep = self._visible(kids) & self._uncut(sel[own], kids)
         own, kids = at[own[keep]], self._rank(kids[keep])
         if len(self._ed) and len(f):
             ext = self._to_ext(f)
@@ -352,8 +364,9 @@ class View(GraphIndex):
         f = np.asarray(frontier, dtype=np.int64)
         isb = f < self._nb
         at = np.flatnonzero(isb)
-        own, ups = self._base.gather_parents(self._select(f[at]), owners=True)
-        keep = self._visible(ups)
+        sel = self._select(f[at])
+        own, ups = self._base.gather_parents(sel, owners=True)
+        keep = self._visible(ups) & self._uncut(ups, sel[own])
         own, ups = at[own[keep]], self._rank(ups[keep])
         if len(self._es) and len(f):
             ext = self._to_ext(f)
@@ -387,6 +400,12 @@ class View(GraphIndex):
                 gone = self._gone
                 ups = base.gather_parents(gone)
                 count = base.num_edges - int(base.degrees(gone).sum()) - int(np.count_nonzero(self._visible(ups)))
+            if len(self._cut):  # the cut edges whose ends the view shows
+                dst, src = self._cut // self._N, self._cut % self._N
+                shown = self._visible(dst) & self._visible(src)
+                targets = np.unique(dst[shown])
+                own, kids = base.gather_children(targets, owners=True)
+                count -= int(np.isin(targets[own] * self._N + kids, self._cut[shown]).sum())
             self._edge_count = count + len(self._es)
         return self._edge_count
 
@@ -398,7 +417,7 @@ class View(GraphIndex):
             slot = slots(base.in_ptr, vis)
             owner = np.repeat(np.arange(self._nb, dtype=np.int64), base.degrees(vis))
             src = np.asarray(base.in_src[slot], dtype=np.int64)
-            keep = self._visible(src)
+            keep = self._visible(src) & self._uncut(vis[owner], src)
             dst = np.concatenate([owner[keep], self._from_ext(self._ed)])
             src = np.concatenate([self._rank(src[keep]), self._from_ext(self._es)])
             eid = np.concatenate([base.edge_ids(slot[keep]), self._ee])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import html
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Iterable, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -46,7 +46,7 @@ from lipspark.semiring.semirings import Semiring
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import ordinal_of
 
-__all__ = ["Session", "Result", "node_rows"]
+__all__ = ["Session", "Result", "node_rows", "OnDemand"]
 
 def _plain(v: Any) -> Any:
     if v is UNKNOWN:
@@ -260,18 +260,46 @@ class Result:
         return text + (drawing or "")
 
 
+@runtime_checkable
+class OnDemand(Protocol):
+    """A graph whose fine-grained parts are made when a query needs them: a deferred store's
+    (:class:`lipspark.workflow.ondemand.DeferredGraph`). Each part not made yet is one *pending*
+    p-node standing for a computation; :meth:`replay` makes the parts of the given pending
+    nodes and gives the graph with them."""
+
+    path: str
+
+    def graph(self) -> GraphIndex: ...
+
+    def pending(self) -> dict[int, str]:
+        """The pending nodes' ids, each with the module whose invocation it stands for."""
+        ...
+
+    def replay(self, pending_ids: Iterable[int]) -> GraphIndex: ...
+
+
 class Session:
     """A working view over a provenance graph, changed and read by query statements.
 
     Parameters
     ----------
     graph
-        The captured graph's index (:meth:`GraphIndex.load`), or a path to a store or graph.
+        The captured graph's index (:meth:`GraphIndex.load`), a path to a store or graph, or
+        a graph made on demand (:class:`OnDemand`: a deferred store's
+        :class:`~lipspark.workflow.ondemand.DeferredGraph`), whose statements first replay the
+        invocations their answers reach into.
     """
 
-    def __init__(self, graph: GraphIndex | str) -> None:
-        self.path = graph if isinstance(graph, str) else None
-        self.base = GraphIndex.load(graph) if isinstance(graph, str) else graph
+    def __init__(self, graph: GraphIndex | str | OnDemand) -> None:
+        self._demand: OnDemand | None = None
+        if isinstance(graph, str):
+            self.path: str | None = graph
+            self.base = GraphIndex.load(graph)
+        elif isinstance(graph, GraphIndex):
+            self.path, self.base = None, graph
+        else:  # a graph replayed where the answers need it (a deferred store)
+            self._demand = graph
+            self.path, self.base = graph.path, graph.graph()
         self._view: GraphIndex = self.base
         self._pending: Callable[[], GraphIndex] | None = None
         self._ops: list[tuple[str, Any]] = []
@@ -306,6 +334,9 @@ class Session:
         """
         if self.path is None:
             raise QueryError("this session was given a graph, not a path: there is nothing to read again")
+        if self._demand is not None:
+            raise QueryError("this session replays a deferred store on demand from the executions it opened with; "
+                             "open a new Session to see executions run since")
         before = len(self.base)
         self.base = GraphIndex.load(self.path)
         self._edge_reader = None
@@ -322,10 +353,72 @@ class Session:
         handler = _HANDLERS.get(type(stmt))
         if handler is None:
             raise QueryError(f"statement {type(stmt).__name__} is not supported")
+        if self._demand is not None:
+            self._refine(stmt)
         result = handler(self, stmt)
         if result.graph is not None and result.edge_reader is None:
             result.edge_reader = self._edges_of_store()
         return result
+
+    # ------------------------------------------------------------------ fine-grained on demand
+    def _refine(self, stmt: ast.Statement | None) -> None:
+        """Replay the invocations ``stmt``'s answer reaches into, until it reaches none that is
+        pending (:class:`OnDemand`); the session's zooms and deletions are applied again to the
+        graph each replay gives."""
+        assert self._demand is not None
+        asked: set[int] = set()
+        while True:
+            ids = self._reached_pending(stmt)
+            if not ids:
+                return
+            if asked.issuperset(ids):  # a replay that did not replace its pending node would loop
+                raise QueryError(f"{stmt}: replaying the invocations of pending node(s) {sorted(ids)[:5]} left them pending; please report this store")
+            asked.update(ids)
+            self.base = self._demand.replay(ids)
+            self._edge_reader = None
+            self._replay(list(self._ops))
+
+    def _reached_pending(self, stmt: ast.Statement | None) -> list[int]:
+        """Ids of the pending nodes of the view that ``stmt``'s answer reaches: a trace in the
+        statement's direction from its selected nodes, stopping at pending nodes (what is past
+        them is known only once they are replayed); every pending node for the statements that
+        read the whole view."""
+        assert self._demand is not None
+        pending = self._demand.pending()
+        if not pending:
+            return []
+        how = "all" if stmt is None else _DEMAND.get(type(stmt), "all")
+        if how == "none" or (how == "view" and not self.view.zoom):
+            return []
+        if how == "zoomin":
+            mods = set(getattr(stmt, "modules", ()))
+            return [i for i, m in pending.items() if m in mods]
+        g = self.view
+        ids = np.fromiter(pending, dtype=np.int64, count=len(pending))
+        at = g.lookup(ids)
+        ids, at = ids[at >= 0], at[at >= 0]
+        if not len(at):
+            return []
+        if how in ("all", "view"):
+            return [int(i) for i in ids]
+        stop = np.zeros(len(g), dtype=bool)
+        stop[at] = True
+        try:
+            if how == "on":
+                seeds = np.concatenate([self._resolve(s) for s in getattr(stmt, "on")])
+            elif how in ("targets", "forward_targets"):
+                seeds = np.concatenate([self._resolve(s) for s in getattr(stmt, "targets")])
+            else:
+                seeds = self._resolve(getattr(stmt, "target"))
+        except QueryError:
+            return []  # the statement says what is wrong with its selector
+        parts = [seeds]
+        if how in ("backward", "both"):
+            parts.append(g.ancestors(seeds, stop=stop))
+        if how != "backward":
+            parts.append(g.descendants(seeds, stop=stop))
+        reached = np.unique(np.concatenate(parts))
+        return [int(i) for i in g.ids[reached[stop[reached]]]]
 
     # ------------------------------------------------------------------ the data on the edges
     def _edges_of_store(self) -> EdgeReader | None:
@@ -351,6 +444,8 @@ class Session:
         ...
         lipspark.errors.QueryError: the data on the edges is read from a workflow store's files; this session was given a graph in memory: open it on the store's path, Session("graphs/NAME")
         """
+        if self._demand is not None:  # the samples' polynomials reach anywhere upstream
+            self._refine(None)
         reader = self._edges_of_store()
         if reader is None:
             raise QueryError("the data on the edges is read from a workflow store's files; this session was given a graph in memory: "
@@ -448,8 +543,14 @@ class Session:
 
     def _view_result(self, stmt: ast.Statement, what: str) -> Result:
         zoomed = list(self.view.zoom)
+        extra: dict[str, Any] = {"nodes": len(self.view), "edges": self.view.num_edges, "zoomed_out": zoomed}
+        pending = ""
+        if self._demand is not None:  # the view's size counts the invocations not replayed yet as one node each
+            ids = np.fromiter(self._demand.pending(), dtype=np.int64)
+            extra["not_replayed"] = k = int((self.view.lookup(ids) >= 0).sum()) if len(ids) else 0
+            pending = f", {k} invocation(s) not replayed yet (each one node until an answer reaches into it)" if k else ""
         return Result(str(stmt), "view", graph=self.view, summary=f"{what}; view: {len(self.view)} nodes, {self.view.num_edges} edges"
-                      + (f", zoomed out: {', '.join(zoomed)}" if zoomed else ""), extra={"nodes": len(self.view), "edges": self.view.num_edges, "zoomed_out": zoomed})
+                      + (f", zoomed out: {', '.join(zoomed)}" if zoomed else "") + pending, extra=extra)
 
     # ------------------------------------------------------------------ view-changing statements
     def _zoomout(self, stmt: ast.ZoomOut) -> Result:
@@ -895,6 +996,19 @@ def _first_inexact(before: int | None, condition_executions: list[Any]) -> int |
     now = min(found) if len(found) == len(condition_executions) else 0
     return now if before is None else min(before, now)
 
+
+#: Which way a statement's answer reaches into the graph (:meth:`Session._refine`): a backward
+#: trace from its ``target``, a forward one from its ``target``, ``targets`` or ``on``, both
+#: (a subgraph: its nodes' children are reached from above or below, never through a pending
+#: node, whose writes are reached only through it); the
+#: pending nodes of the modules it zooms in; none; the whole view (``view``: when something is
+#: zoomed out, whose data on the edges it shows); statements not listed read the whole view.
+_DEMAND: dict[type, str] = {
+    ast.ZoomOut: "none", ast.Reset: "none", ast.Checks: "none", ast.Culprits: "none", ast.ZoomIn: "zoomin",
+    ast.Show: "view", ast.Ancestors: "backward", ast.Subgraph: "both", ast.Polynomial: "backward",
+    ast.Evaluate: "backward", ast.Responsibility: "backward", ast.Blame: "backward", ast.Where: "backward",
+    ast.Descendants: "forward", ast.Delete: "forward_targets", ast.Depends: "on",
+}
 
 _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.ZoomOut: Session._zoomout,

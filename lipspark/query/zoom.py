@@ -60,8 +60,14 @@ class ZoomRecord:
     out of its view, by ids and eid), built when first read."""
 
     def __init__(self, module: str, base: GraphIndex, positions: np.ndarray | Callable[[], np.ndarray], extra: NodeSet = EMPTY_NODES,
-                 extra_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, before: np.ndarray | None = None) -> None:
+                 extra_edges: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None, before: np.ndarray | None = None,
+                 cut: np.ndarray | None = None) -> None:
         self.module = module
+        #: the base edges from an input node of an invocation straight to one of its output nodes
+        #: (a row or value the module passes on unchanged), as keys target · len(base) + source:
+        #: the view leaves them out, as a deferred store's coarse graph, which cannot know them,
+        #: has none (docs/design.md, "Deferred capture")
+        self.cut = np.zeros(0, dtype=np.int64) if cut is None else cut
         self.base = base
         self._positions = positions
         self.extra = extra
@@ -219,10 +225,24 @@ def zoom_out(g: GraphIndex, modules: Iterable[str]) -> GraphIndex:
         outs = g.type_code[ups] == _O
         e_src += [ext_positions(g, ups[ins]), zext[owner_of[outs]]]
         e_dst += [zext[owner_of[ins]], ext_positions(g, ups[outs])]
+        records[m].cut = _passed_on(g, ups[ins], owner_of[ins], ups[outs], owner_of[outs])
     add_nodes = NodeSet.concat(new_nodes) if new_nodes else None
     src = np.concatenate(e_src) if e_src else np.zeros(0, np.int64)
     dst = np.concatenate(e_dst) if e_dst else np.zeros(0, np.int64)
     return change(g, remove=owner != 0, add=add_nodes, add_edges=(src, dst, np.full(len(src), -1, dtype=np.int64)), zoom=records)
+
+
+def _passed_on(g: GraphIndex, ins: np.ndarray, in_inv: np.ndarray, outs: np.ndarray, out_inv: np.ndarray) -> np.ndarray:
+    """The edges from an input node straight to an output node of the same invocation (``ins``
+    and ``outs`` positions of ``g``, their invocations ``in_inv``, ``out_inv``), as the keys
+    target · len(base) + source of their base positions (:attr:`ZoomRecord.cut`)."""
+    n = len(g)
+    own, kids = g.gather_children(outs, owners=True)
+    hit = np.isin(out_inv[own] * n + kids, in_inv * n + ins)
+    dst, src = ext_positions(g, outs[own[hit]]), ext_positions(g, kids[hit])
+    nb = len(g.base)
+    keep = (dst < nb) & (src < nb)
+    return np.unique(dst[keep] * nb + src[keep])
 
 
 def _record(g: GraphIndex, module: str, owner: np.ndarray, k: int) -> ZoomRecord:

@@ -48,7 +48,7 @@ __all__ = [
     "SEGMENT_SHIFT", "ROW_BITS", "LOW_MASK", "MAX_FILES", "MAX_SEGMENT", "FINE_BASE", "FINE_BITS", "MAX_FINE_SEGMENT",
     "fine_segment", "is_fine", "segment_node",
     "positional", "segment_of", "ordinal_of", "file_position", "check_segment",
-    "aggregate_salt", "aggregate_ids", "tensor_ids", "member_value_ids", "zoom_id", "monus_part_ids", "MINUEND", "SUBTRAHEND",
+    "aggregate_salt", "aggregate_ids", "tensor_ids", "member_value_ids", "zoom_id", "pending_id", "monus_part_ids", "MINUEND", "SUBTRAHEND",
     "member_ids", "positional_col", "file_position_col", "aggregate_id_col", "node_hash_col", "member_col",
 ]
 
@@ -213,6 +213,18 @@ def member_value_ids(seg: int, slots: np.ndarray) -> np.ndarray:
 def zoom_id(invocation: int) -> int:
     """The id of the p-node ZoomOut puts in place of an invocation's computation."""
     return int(invocation) | 1
+
+
+def pending_id(invocation: int) -> int:
+    """The id of the p-node that stands for an invocation's computation not replayed yet (a
+    deferred store's graph, fine-grained provenance on demand): beside its invocation node and
+    its zoom node in the invocation's segment.
+
+    >>> inv = positional(7, 0)
+    >>> len({inv, zoom_id(inv), pending_id(inv)}), segment_of(pending_id(inv))
+    (3, 7)
+    """
+    return int(invocation) | 2
 
 
 def member_ids(factors: Sequence[np.ndarray], product_ids: np.ndarray) -> np.ndarray:

@@ -29,10 +29,11 @@ from lipspark.store import Store
 from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, InvocationSegment, PScheme, RelationDescriptor, Segment
 from lipspark.vocabulary.ids import positional
 from lipspark.workflow.layouts import Probed
-from lipspark.workflow.numbering import Block, blocks
-from lipspark.workflow.relations import descriptor
+from lipspark.workflow.numbering import Block, blocks, initial_segments
+from lipspark.workflow.relations import descriptor, stored_files
 
-__all__ = ["coarse_segments", "coarse_graph", "output_descriptor"]
+__all__ = ["coarse_segments", "coarse_graph", "output_descriptor", "invocation_segments", "initial_state_segments", "state_read",
+           "state_descriptor", "written_state"]
 
 Layouts = list[dict[str, dict[str, dict[str, Probed]]]]
 
@@ -44,51 +45,116 @@ def output_descriptor(stored: RelationDescriptor, blk: Block, rname: str, probed
                               PScheme("output", blk.write(rname), probed.k), every_row=True)
 
 
+def initial_state_segments(store: Store, workflow: Any) -> list[tuple[Segment, dict[str, Any]]]:
+    """The base segments of the deferred ``store``'s initial state, as an eager run records them
+    (tokens tagged with their module, no node type)."""
+    segs = initial_segments(workflow.modules, 1)  # a store numbers from 1 (Store.create)
+    out: list[tuple[Segment, dict[str, Any]]] = []
+    for mname, rels in (store.meta.get("initial") or {}).items():
+        for rname, d in rels.items():
+            rel = workflow.modules[mname].relation(rname)
+            out.append((BaseSegment(segs[(mname, rname)], Context(module=mname), relation=rel.name, key=tuple(rel.key),
+                                    columns=rel.token_columns, files=descriptor(d).files, type=None), {}))
+    return out
+
+
+def written_state(store: Store, e: int, node: str, rname: str) -> RelationDescriptor:
+    """The state relation ``rname`` as node ``node`` wrote it in execution ``e`` of the deferred store."""
+    rel_dir = f"{store.final_dir(e)}/state/{node}/{rname}"
+    return RelationDescriptor(rel_dir, stored_files(store, rel_dir))
+
+
+def state_descriptor(store: Store, workflow: Any, layouts: Layouts, e: int, node: str, rname: str) -> RelationDescriptor:
+    """State ``rname`` as node ``node`` wrote it in execution ``e``, described as the eager run
+    describes it (rows and values numbered by position in its block, the store's scheme)."""
+    p = layouts[e - 1][node]["writes"][rname]
+    blk = blocks(workflow, e, store.executions[e - 1]["segments"][0])[node]
+    d = written_state(store, e, node, rname)
+    scheme = store.state_scheme
+    values = {c: None if scheme == "collapse" else blk.write_value(rname, c) for c in p.values}
+    return RelationDescriptor(d.dir, d.files, values, p.bags, PScheme(scheme, blk.write(rname), p.k), every_row=True)
+
+
+def state_read(store: Store, workflow: Any, layouts: Layouts, n: int, node: str, rname: str) -> RelationDescriptor:
+    """The state relation ``rname`` of ``node``'s module as node ``node`` of execution ``n``
+    read it, described as an eager run describes it: its writer's state (:func:`state_descriptor`),
+    or the initial state's tokens."""
+    module = workflow.nodes[node].module
+    order = workflow.topological_order()
+    # the last writer before (n, node): an earlier node of this execution, else of an earlier one
+    for e in range(n, 0, -1):
+        nodes = order[: order.index(node)] if e == n else order
+        for w in reversed(nodes):
+            if workflow.nodes[w].module == module and rname in layouts[e - 1][w]["writes"]:
+                return state_descriptor(store, workflow, layouts, e, w, rname)
+    d = descriptor(store.meta["initial"][module][rname])
+    seg = initial_segments(workflow.modules, 1)[(module, rname)]  # a store numbers from 1 (Store.create)
+    return RelationDescriptor(d.dir, d.files, p=PScheme("token", seg))
+
+
+def invocation_segments(store: Store, workflow: Any, layouts: Layouts, n: int, node: str, *,
+                        state: bool = True) -> list[tuple[Segment, dict[str, Any]]]:
+    """The coarse segments an eager run records for node ``node`` of execution ``n`` of the
+    deferred ``store``: its invocation, the tokens of the workflow inputs it is given, a read
+    boundary (role i, and s for its state) per relation it reads, a write boundary (o, and the
+    state's rows and values) per relation it writes. ``state=False``: without the state's."""
+    rec = store.executions[n - 1]
+    blks = blocks(workflow, n, rec["segments"][0])
+    lay = layouts[n - 1]
+    blk = blks[node]
+    module = workflow.modules[workflow.nodes[node].module]
+    inv_id = int(positional(blk.invocation, 0))
+    ctx = Context(module.name, node, n, inv_id)
+    out: list[tuple[Segment, dict[str, Any]]] = [(InvocationSegment(blk.invocation, ctx, label=module.name), {})]
+    reads: list[tuple[str, str, RelationDescriptor]] = []
+    if workflow.nodes[node].input:
+        for rname in module.inputs:
+            rel, d = module.relation(rname), descriptor(rec["inputs"][node][rname])
+            seg = blk.token(rname)
+            out.append((BaseSegment(seg, ctx, relation=rel.name, key=tuple(rel.key), columns=rel.token_columns,
+                                    files=d.files, type="i"), {}))
+            reads.append(("i", rname, RelationDescriptor(d.dir, d.files, p=PScheme("token", seg))))
+    else:
+        reads += [("i", rname, output_descriptor(descriptor(rec["outputs"][e.src][rname]), blks[e.src], rname, lay[e.src]["writes"][rname]))
+                  for e in workflow.inputs_of(node) for rname in e.relations]
+    if state:
+        reads += [("s", rname, state_read(store, workflow, layouts, n, node, rname)) for rname in module.state]
+    for role, rname, desc in reads:
+        out.append((BoundarySegment(blk.read(rname), ctx, role=role, relation=rname, source=desc, invocation=inv_id), {}))
+        out += [(BoundarySegment(blk.read_value(rname, c), ctx, role=role, relation=rname, source=desc, invocation=inv_id,
+                                 column=c, every_row=True), {}) for c in desc.values]
+    for rname in module.outputs:
+        if rname not in rec["outputs"].get(node, {}):
+            continue
+        desc = output_descriptor(descriptor(rec["outputs"][node][rname]), blk, rname, lay[node]["writes"][rname])
+        out.append((BoundarySegment(blk.write(rname), ctx, role="o", relation=rname, source=desc, invocation=inv_id), {}))
+        out += [(BoundarySegment(blk.write_value(rname, c), ctx, role="vo", relation=rname, source=desc, invocation=inv_id,
+                                 column=c, every_row=True), {}) for c in desc.values]
+    if state:
+        for rname in module.state:
+            if rname not in lay[node]["writes"]:
+                continue
+            desc = state_descriptor(store, workflow, layouts, n, node, rname)
+            out.append((BoundarySegment(blk.write(rname), ctx, role="collapse", relation=rname, source=desc, invocation=inv_id), {}))
+            out += [(BoundarySegment(vseg, ctx, role="vs", relation=rname, source=desc, invocation=inv_id, column=c, every_row=True), {})
+                    for c, vseg in desc.values.items() if vseg is not None]
+    return out
+
+
 def coarse_segments(store: Store, workflow: Any, layouts: Layouts) -> list[tuple[Segment, dict[str, Any]]]:
     """The invocation, workflow-input token and input/output boundary segments an eager run of
     the deferred ``store``'s executions records (state excepted), built from ``store.json``, the
     workflow's declarations and the probed ``layouts`` (:func:`~lipspark.workflow.layouts.store_layouts`)."""
+    _check(store, layouts)
+    return [seg for n in range(1, len(store.executions) + 1) for node in workflow.topological_order()
+            for seg in invocation_segments(store, workflow, layouts, n, node, state=False)]
+
+
+def _check(store: Store, layouts: Layouts) -> None:
     if store.capture != "deferred":
         raise StoreError(f"the store at {store.root} captured its provenance {store.capture or 'never'}; a coarse graph is a deferred store's")
     if len(layouts) < len(store.executions):
         raise StoreError(f"layouts of {len(layouts)} execution(s) for a store of {len(store.executions)}; probe them all first")
-    out: list[tuple[Segment, dict[str, Any]]] = []
-    order = workflow.topological_order()
-    for n, rec in enumerate(store.executions, 1):
-        blks = blocks(workflow, n, rec["segments"][0])
-        lay = layouts[n - 1]
-
-        def output_desc(node: str, rname: str) -> RelationDescriptor:
-            return output_descriptor(descriptor(rec["outputs"][node][rname]), blks[node], rname, lay[node]["writes"][rname])
-
-        for node in order:
-            blk = blks[node]
-            module = workflow.modules[workflow.nodes[node].module]
-            inv_id = int(positional(blk.invocation, 0))
-            ctx = Context(module.name, node, n, inv_id)
-            out.append((InvocationSegment(blk.invocation, ctx, label=module.name), {}))
-            reads: list[tuple[str, RelationDescriptor]] = []
-            if workflow.nodes[node].input:
-                for rname in module.inputs:
-                    rel, d = module.relation(rname), descriptor(rec["inputs"][node][rname])
-                    seg = blk.token(rname)
-                    out.append((BaseSegment(seg, ctx, relation=rel.name, key=tuple(rel.key), columns=rel.token_columns,
-                                            files=d.files, type="i"), {}))
-                    reads.append((rname, RelationDescriptor(d.dir, d.files, p=PScheme("token", seg))))
-            else:
-                reads += [(rname, output_desc(e.src, rname)) for e in workflow.inputs_of(node) for rname in e.relations]
-            for rname, desc in reads:
-                out.append((BoundarySegment(blk.read(rname), ctx, role="i", relation=rname, source=desc, invocation=inv_id), {}))
-                out += [(BoundarySegment(blk.read_value(rname, c), ctx, role="i", relation=rname, source=desc, invocation=inv_id,
-                                         column=c, every_row=True), {}) for c in desc.values]
-            for rname in module.outputs:
-                if rname not in rec["outputs"].get(node, {}):
-                    continue
-                desc = output_desc(node, rname)
-                out.append((BoundarySegment(blk.write(rname), ctx, role="o", relation=rname, source=desc, invocation=inv_id), {}))
-                out += [(BoundarySegment(blk.write_value(rname, c), ctx, role="vo", relation=rname, source=desc, invocation=inv_id,
-                                         column=c, every_row=True), {}) for c in desc.values]
-    return out
 
 
 def coarse_graph(store: Store, workflow: Any, layouts: Layouts) -> Any:

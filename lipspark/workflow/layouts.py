@@ -76,7 +76,9 @@ def signature(reads: Mapping[str, Probed]) -> str:
 class Probe:
     """Layouts of the relations invocations write, probed once per node and input layouts.
 
-    ``memo`` seeds it with earlier probes (as :meth:`to_json` gives them).
+    ``memo`` seeds it with earlier probes (as :meth:`to_json` gives them). ``spark``: a
+    SparkSession, or a function giving one, called when a probe first has to run (so layouts
+    all found in the memo start no JVM).
     """
 
     def __init__(self, spark: Any, memo: Sequence[Sequence[Any]] = ()) -> None:
@@ -108,6 +110,8 @@ class Probe:
         from lipspark.tracker import Tracker
         from lipspark.vocabulary.columns import bag_col, factor, value_col
 
+        if callable(self.spark):
+            self.spark = self.spark()
         tracker = Tracker(self.spark, InvocationBuilder(GraphBuilder(), ordinal), context=context)
         try:
             frames = {}

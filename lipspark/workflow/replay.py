@@ -24,14 +24,17 @@ from typing import Any
 from lipspark.capture.builder import GraphBuilder
 from lipspark.errors import StoreError
 from lipspark.store import Store
-from lipspark.vocabulary import PScheme, RelationDescriptor, Segment
+from lipspark.vocabulary import RelationDescriptor, Segment
 from lipspark.workflow.execution import Executor
 from lipspark.workflow.layouts import Probed, store_layouts
-from lipspark.workflow.coarse import output_descriptor
-from lipspark.workflow.numbering import blocks, initial_segments
+from lipspark.workflow.coarse import output_descriptor, state_read, written_state
+from lipspark.workflow.numbering import blocks
 from lipspark.workflow.relations import StoredRelation, descriptor, relation_frame, stored_files
 
-__all__ = ["replay_invocation", "Replayed"]
+__all__ = ["replay_invocation", "Replayed", "GRAPH_DIR"]
+
+#: Where :func:`replay_invocation` writes the recorded graph, under its target.
+GRAPH_DIR = "graph"
 
 
 @dataclass(frozen=True)
@@ -46,12 +49,17 @@ class Replayed:
     state: dict[str, RelationDescriptor]
 
 
-def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: Any, workflow: Any = None) -> Replayed:
+def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: Any, workflow: Any = None,
+                      layouts: Any = None, graph: bool = False) -> Replayed:
     """Re-run node ``node`` of execution ``n`` of the deferred ``store`` with provenance.
 
-    ``target``: an absent directory the invocation's relations are written under (removed again
-    if the replay fails). ``workflow``: the store's workflow (default: built again from the
-    definition file the store records).
+    ``target``: an absent directory (absolute, or relative to the store's root) the invocation's
+    relations are written under (removed again if the replay fails). ``workflow``: the store's
+    workflow (default: built again from the definition file the store records). ``layouts``:
+    the store's probed layouts of executions 1..n at least (default: probed or read from
+    ``replays/layouts.json``). ``graph``: also write the recorded segments as a graph directory,
+    ``target/graph`` (:meth:`~lipspark.capture.builder.GraphBuilder.write`), and return them as
+    read back from it.
     """
     from lipspark.workflow.materialize import _fingerprints, _replayable_definition
 
@@ -64,21 +72,31 @@ def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: An
     rec = store.executions[n - 1]
     if node not in workflow.nodes:
         raise StoreError(f"workflow {store.meta['workflow']!r} has no node {node!r}; its nodes: {', '.join(workflow.nodes)}")
-    if os.path.exists(target):
-        raise StoreError(f"{target} exists; a replay writes the invocation's relations into a new directory")
+    where = store.resolve(target)
+    if os.path.exists(where):
+        raise StoreError(f"{where} exists; a replay writes the invocation's relations into a new directory")
     ex = _Replayer(spark, workflow, store, target)
     try:
-        layouts = store_layouts(store, workflow, spark, n)
-        return _replay(ex, store, workflow, layouts, n, node, spark)
+        if layouts is None or len(layouts) < n:
+            layouts = store_layouts(store, workflow, spark, n)
+        replayed = _replay(ex, store, workflow, layouts, n, node, spark, collect=not graph)
+        if graph:
+            from lipspark.store.manifest import read_segments
+
+            assert ex.builder is not None
+            gdir = os.path.join(where, GRAPH_DIR)
+            manifest = ex.builder.write(gdir)
+            replayed = Replayed(n, node, read_segments(gdir, manifest), replayed.outputs, replayed.state)
+        return replayed
     except BaseException:
-        shutil.rmtree(target, ignore_errors=True)
+        shutil.rmtree(where, ignore_errors=True)
         raise
     finally:
         ex._release()
 
 
 def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, dict[str, dict[str, Probed]]]], n: int, node: str,
-            spark: Any) -> Replayed:
+            spark: Any, *, collect: bool = True) -> Replayed:
     """The replay itself (:func:`replay_invocation` checked its arguments); ``every``: the
     layouts of executions 1..n."""
     from lipspark.workflow.materialize import _fingerprints
@@ -106,13 +124,13 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
                 frames[rname] = ex._read(inv, module.relation(rname), desc, "i")
         frames.update(ex._missing_inputs(inv))
     for rname in module.state:
-        frames[rname] = ex._read(inv, module.relation(rname), _state_read(store, workflow, every, n, node, module.name, rname), "s")
+        frames[rname] = ex._read(inv, module.relation(rname), state_read(store, workflow, every, n, node, rname), "s")
     result = ex._call(inv, frames)
     outputs, state = ex._store_results(inv, result)
     # what it wrote must be what the deferred run stored, with the probed layouts
     written = [(f"output {r} of {node}", rec["outputs"][node][r], d) for r, d in outputs.items()]
-    written += [(f"state {r} of module {module.name}", _written_state(store, n, node, r), d) for r, d in state.items()]
-    prints = _fingerprints(spark, [f for _, a, b in written for f in (relation_frame(spark, store, a), StoredRelation(b.dir).frame(spark))])
+    written += [(f"state {r} of module {module.name}", written_state(store, n, node, r), d) for r, d in state.items()]
+    prints = _fingerprints(spark, [f for _, a, b in written for f in (relation_frame(spark, store, a), StoredRelation(store.resolve(b.dir)).frame(spark))])
     for i, (what, a, _) in enumerate(written):
         if prints[2 * i] != prints[2 * i + 1]:
             raise StoreError(f"replaying execution {n}'s invocation of {node} gave another {what} than the run stored "
@@ -126,38 +144,7 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
                              f"its probe on empty frames gave {probed[r].to_json()}: module {module.name!r} decides its layout from its data, so its "
                              "provenance cannot be deferred; run the workflow with --capture eager")
     assert ex.builder is not None
-    return Replayed(n, node, ex.builder.collect(), outputs, state)
-
-
-def _state_read(store: Store, workflow: Any, every: list[dict[str, dict[str, dict[str, Probed]]]], n: int, node: str, module: str,
-                rname: str) -> RelationDescriptor:
-    """The state relation ``rname`` of ``module`` as node ``node`` of execution ``n`` read it,
-    described as an eager run describes it: its writer's state segment (rows and values
-    numbered by position), or the initial state's tokens."""
-
-    order = workflow.topological_order()
-    # the last writer before (n, node): an earlier node of this execution, else of an earlier one
-    for e in range(n, 0, -1):
-        rec = store.executions[e - 1]
-        nodes = order[: order.index(node)] if e == n else order
-        for w in reversed(nodes):
-            if workflow.nodes[w].module != module or rname not in every[e - 1][w]["writes"]:
-                continue
-            p = every[e - 1][w]["writes"][rname]
-            blk = blocks(workflow, e, rec["segments"][0])[w]
-            d = _written_state(store, e, w, rname)
-            scheme = store.state_scheme
-            values = {c: None if scheme == "collapse" else blk.write_value(rname, c) for c in p.values}
-            return RelationDescriptor(d.dir, d.files, values, p.bags, PScheme(scheme, blk.write(rname), p.k), every_row=True)
-    d = descriptor(store.meta["initial"][module][rname])
-    seg = initial_segments(workflow.modules, 1)[(module, rname)]  # a store numbers from 1 (Store.create)
-    return RelationDescriptor(d.dir, d.files, p=PScheme("token", seg))
-
-
-def _written_state(store: Store, e: int, node: str, rname: str) -> RelationDescriptor:
-    """The state relation ``rname`` as node ``node`` wrote it in execution ``e`` of the deferred store."""
-    rel_dir = f"{store.final_dir(e)}/state/{node}/{rname}"
-    return RelationDescriptor(rel_dir, stored_files(store, rel_dir))
+    return Replayed(n, node, ex.builder.collect() if collect else [], outputs, state)
 
 
 class _Replayer(Executor):
@@ -167,7 +154,7 @@ class _Replayer(Executor):
     def __init__(self, spark: Any, workflow: Any, store: Store, target: str) -> None:
         super().__init__(spark, workflow, store, provenance=True)
         self.provenance = True  # the store is deferred: the executor would record nothing
-        self.target = os.path.abspath(target)
+        self.target = target  # absolute, or relative to the store's root as the store's own paths are
 
     def _out_dir(self, n: int) -> str:
         return self.target

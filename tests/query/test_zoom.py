@@ -60,6 +60,11 @@ def reference_zoom_out(g: nx.MultiDiGraph, modules: list[str]) -> nx.MultiDiGrap
             z = inv | 1
             zoom_nodes[z] = dict(g.nodes[inv], label=m, type="z", op=Op.ZOOM)
             zoom_edges += [(i, z) for i in p["i"]] + [(z, o) for o in p["o"]]
+            # the zoom node stands for all of the computation: no input straight to an output
+            for i in p["i"]:
+                for o in p["o"]:
+                    while out.has_edge(i, o):
+                        out.remove_edge(i, o)
     out.remove_nodes_from(hidden)
     for z, attrs in zoom_nodes.items():
         assert z not in out
