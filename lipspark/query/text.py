@@ -190,7 +190,7 @@ def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
             g = groups.setdefault(key, {"tuple": node_name({"op": "output", "relation": v["relation"], "tuple": t}),
                                         "module": v["module"], "execution": v["execution"], "change": []})
             g["change"].append(f"{v['column']} {change}")
-        elif v["op"] in ("input", "state"):
+        elif v["op"] in ("input", "state", "times"):  # a value-node "·" is a state value as its writer leaves it
             carried += 1
         elif v["op"] == "condition":
             where = f" in {v['module']}" if v.get("module") else ""

@@ -96,10 +96,8 @@ def materialize(store: "Store | str", *, spark: Any = None, progress: bool = Fal
             return sub  # type: ignore[return-value]
         spark = spark or get_spark(app_name=f"lipspark-{definition.name}")
         if sub is None:
-            sub = Store.create(sub_root, definition.name, True, store.meta["params"], lock=lock)
-            if sub.state_scheme != store.state_scheme:  # a deferred store made before: ids as its replays give them
-                sub.meta["state_scheme"] = store.state_scheme
-                sub.save()
+            # the deferred store's own scheme (an older store's collapse): ids as its replays give them
+            sub = Store.create(sub_root, definition.name, True, store.meta["params"], lock=lock, state_scheme=store.state_scheme)
         executor = Executor(spark, workflow, sub, provenance=True)
         # inputs and initial state are copied file for file: same files, same rows, same token ids
         executor.initialize(_stored_initial_state(store))

@@ -58,3 +58,15 @@ def test_session_text_names_nodes_puts_the_question_first_and_hides_ids():
     lineage = s.run(f"evaluate lineage {B1}")[0].to_text()
     assert lineage.splitlines()[2:] == ["output Bids(B1, P1, Civic, 19500.0): 3 token(s)", "  Requests:B1", "  Cars:C2", "  Cars:C3"]
     assert "\n  Cars:C2\n" in s.run(f'evaluate lineage {B1} given token "Cars:C3" = 0')[0].to_text()
+
+
+def test_state_values_as_their_writer_leaves_them_are_counted_with_inputs_and_state():
+    from lipspark.query.text import changed_by_tuple
+
+    def value(op, label, before=3, after=2, **kw):
+        return {"op": op, "label": label, "name": label, "module": "m", "execution": 1, "relation": "R", "column": "n",
+                "tuple": {"k": 1}, "before": before, "after": after, **kw}
+    rows, text = changed_by_tuple([value("output", "·"), value("state", "·"), value("times", "·"), value("count", "Count")])
+    assert [r["change"] for r in rows] == ["n 3 → 2"]
+    assert "2 value(s) of inputs and state that carry them" in text and "inside modules: Count 3 → 2" in text
+    assert "·" not in text.split("inside modules:")[1]

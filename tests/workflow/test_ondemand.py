@@ -11,7 +11,7 @@ import pytest
 from lipspark.errors import StoreError
 from lipspark.graph.index import GraphIndex
 from lipspark.query import Session
-from lipspark.workflow import Store, run
+from lipspark.workflow import run
 from lipspark.workflow.ondemand import DONE_FILE, DeferredGraph, replay_dir
 from tests.workflow.test_execution import CARS
 
@@ -25,11 +25,9 @@ pytestmark = pytest.mark.slow  # two car dealership runs and replays of their in
 def stores(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("ondemand")
     eager, deferred = str(root / "eager"), str(root / "deferred")
-    with pytest.MonkeyPatch.context() as mp:  # state rows with nodes of their own (new stores' scheme)
-        mp.setattr(Store, "state_scheme", property(lambda self: self.meta.get("state_scheme", "state")))
-        run(CARS, graph_dir=eager, spark=spark, params=PARAMS)
-        run(CARS, graph_dir=deferred, spark=spark, params=PARAMS, capture="deferred")
-        yield eager, deferred
+    run(CARS, graph_dir=eager, spark=spark, params=PARAMS)
+    run(CARS, graph_dir=deferred, spark=spark, params=PARAMS, capture="deferred")
+    return eager, deferred
 
 
 def _fresh(spark, deferred: str) -> DeferredGraph:
