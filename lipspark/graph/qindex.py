@@ -46,7 +46,7 @@ import json
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -56,7 +56,8 @@ from lipspark.graph.attrs import SEGMENT_ATTRIBUTES, Blob, Mapped, SegmentTable,
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["INDEX_DIR", "INDEX_FORMAT", "INDEX_VERSION", "MappedGraph", "open_mapped", "open_index", "append_block", "reindex", "update"]
+__all__ = ["INDEX_DIR", "INDEX_FORMAT", "INDEX_VERSION", "MappedGraph", "open_mapped", "open_index", "append_block", "reindex", "update",
+           "update_blocks"]
 
 INDEX_DIR = "index"
 INDEX_FORMAT = "lipspark-index"
@@ -407,6 +408,43 @@ def _fresh(root: str, dirs: list[str], meta: Mapping[str, Any]) -> int:
         if have < length * np.dtype(_ARRAYS[name][0]).itemsize:
             return -1
     return len(blocks)
+
+
+def update_blocks(ipath: str, wanted: Sequence[tuple[str, Mapping[str, Any]]],
+                  build: "Callable[[str], tuple[pd.DataFrame, pd.DataFrame]]") -> dict[str, Any]:
+    """Bring the index at ``ipath`` to the blocks ``wanted`` — (name, check) pairs, in order, for
+    a graph that is not a store's graph directories (a deferred store's coarse graph,
+    :mod:`lipspark.workflow.ondemand`): the blocks it holds with the same names and checks are
+    kept, the rest appended (``build(name)`` gives a block's nodes and edges), all of them if an
+    earlier one differs. Returns the ``index.json`` of exactly those blocks."""
+    want = [(name, json.loads(json.dumps(check))) for name, check in wanted]
+
+    def held(meta: Mapping[str, Any] | None) -> int:
+        if meta is None:
+            return -1
+        blocks = meta["blocks"][:len(want)]
+        if [(b["graph"], b["check"]) for b in blocks] != want[:len(blocks)]:
+            return -1
+        for name, length in _lengths({**meta, "blocks": blocks}).items():
+            fpath = os.path.join(ipath, name)
+            if (os.path.getsize(fpath) if os.path.exists(fpath) else 0) < length * np.dtype(_ARRAYS[name][0]).itemsize:
+                return -1
+        return len(blocks)
+
+    meta = _read_meta(ipath)
+    if held(meta) != len(want):
+        with _locked(ipath):
+            meta = _read_meta(ipath)
+            done = held(meta)
+            if done < 0:
+                _clear(ipath)
+                meta, done = None, 0
+            for name, check in want[done:]:
+                nodes, edges = build(name)
+                meta = _append_locked(ipath, name, nodes, edges, check)
+    assert meta is not None or not want
+    # blocks past the wanted ones (another process's later executions) are left out, as _snapshot does
+    return {**meta, "blocks": meta["blocks"][:len(want)]} if meta is not None else {"format": INDEX_FORMAT, "version": INDEX_VERSION, "blocks": []}
 
 
 def open_mapped(path: str) -> MappedGraph:

@@ -9,7 +9,8 @@ query session started from, its *base* (a store's memory-mapped index, or a grap
 
 A base edge is in the view iff both of its ends are, and no zoom of the view *cuts* it (a
 ZoomOut cuts the edges from an invocation's input nodes straight to its output nodes: the zoom
-node stands for all of the invocation's computation); so hiding a node hides its edges, showing
+node stands for all of the invocation's computation; an overlay edge between two base nodes is
+cut the same way); so hiding a node hides its edges, showing
 it again gives them back, and a view never lists base edges. What a view costs is what it changes:
 the mask (one byte per base node, zero pages until written), the sorted positions of whichever
 side of the mask is smaller, and the overlay.
@@ -216,11 +217,7 @@ class View(GraphIndex):
         self._overlay = overlay
         self._n = self._nb + len(overlay)
         src, dst, eid = (np.asarray(a, dtype=np.int64) for a in edges)
-        self._es, self._ed, self._ee = src, dst, eid
-        self._by_dst = np.argsort(dst, kind="stable")
-        self._dst_sorted = dst[self._by_dst]
-        self._by_src = np.argsort(src, kind="stable")
-        self._src_sorted = src[self._by_src]
+        self._es, self._ed, self._ee = src, dst, eid  # all of the overlay's edges (a derived view carries them on)
         self.ids = cast(np.ndarray, ViewArray(self, base.ids, overlay.ids))
         self.is_v = cast(np.ndarray, ViewArray(self, base.is_v, overlay.is_v))
         self.op = cast(np.ndarray, ViewArray(self, base.op, overlay.op))
@@ -233,8 +230,21 @@ class View(GraphIndex):
         self._in_eid = None
         self.zoom = dict(zoom or {})
         # base edges the zooms cut, as sorted keys target · n + source (base positions)
-        cuts = [np.asarray(getattr(z, "cut", ()), dtype=np.int64) for z in self.zoom.values()]
+        # (only those of zooms of this base: a plain copy of a zoomed view carries its records but
+        # has the cut edges left out already, and its positions are not the records' base's)
+        cuts = [np.asarray(getattr(z, "cut", ()), dtype=np.int64) for z in self.zoom.values() if getattr(z, "base", None) is base]
         self._cut = np.unique(np.concatenate(cuts)) if cuts else np.zeros(0, dtype=np.int64)
+        # the overlay edges the view shows: a zoom cuts an overlay edge between two base nodes as
+        # it cuts a base edge (a deferred store's replayed invocations are overlays of its coarse graph)
+        live = np.ones(len(src), dtype=bool)
+        if len(self._cut) and len(src):
+            both = (src < n_base) & (dst < n_base)
+            live[both] = ~np.isin(dst[both] * n_base + src[both], self._cut)
+        self._ls, self._ld, self._le = (src, dst, eid) if live.all() else (src[live], dst[live], eid[live])
+        self._by_dst = np.argsort(self._ld, kind="stable")
+        self._dst_sorted = self._ld[self._by_dst]
+        self._by_src = np.argsort(self._ls, kind="stable")
+        self._src_sorted = self._ls[self._by_src]
         #: the what-if values of the deletions that made this view (node id → value)
         self.what_if = dict(what_if or {})
         self._what_if_ids = np.fromiter(self.what_if, dtype=np.int64, count=len(self.what_if))
@@ -349,12 +359,12 @@ class View(GraphIndex):
         own, kids = self._base.gather_children(sel, owners=True)
         keep = self._visible(kids) & self._uncut(sel[own], kids)
         own, kids = at[own[keep]], self._rank(kids[keep])
-        if len(self._ed) and len(f):
+        if len(self._ld) and len(f):
             ext = self._to_ext(f)
             lo = np.searchsorted(self._dst_sorted, ext, side="left")
             lens = np.searchsorted(self._dst_sorted, ext, side="right") - lo
             if lens.any():  # the overlay's edges into the frontier, after the base's (each node's children stay together)
-                more = self._from_ext(self._es[self._by_dst[_ranges(lo, lens)]])
+                more = self._from_ext(self._ls[self._by_dst[_ranges(lo, lens)]])
                 own = np.concatenate([own, np.repeat(np.arange(len(f), dtype=np.int64), lens)])
                 order = np.argsort(own, kind="stable")
                 own, kids = own[order], np.concatenate([kids, more])[order]
@@ -368,12 +378,12 @@ class View(GraphIndex):
         own, ups = self._base.gather_parents(sel, owners=True)
         keep = self._visible(ups) & self._uncut(ups, sel[own])
         own, ups = at[own[keep]], self._rank(ups[keep])
-        if len(self._es) and len(f):
+        if len(self._ls) and len(f):
             ext = self._to_ext(f)
             lo = np.searchsorted(self._src_sorted, ext, side="left")
             lens = np.searchsorted(self._src_sorted, ext, side="right") - lo
             if lens.any():
-                ups = np.concatenate([ups, self._from_ext(self._ed[self._by_src[_ranges(lo, lens)]])])
+                ups = np.concatenate([ups, self._from_ext(self._ld[self._by_src[_ranges(lo, lens)]])])
                 own = np.concatenate([own, np.repeat(np.arange(len(f), dtype=np.int64), lens)])
         return (own, ups) if owners else ups
 
@@ -406,7 +416,7 @@ class View(GraphIndex):
                 targets = np.unique(dst[shown])
                 own, kids = base.gather_children(targets, owners=True)
                 count -= int(np.isin(targets[own] * self._N + kids, self._cut[shown]).sum())
-            self._edge_count = count + len(self._es)
+            self._edge_count = count + len(self._ls)
         return self._edge_count
 
     def _edges(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -418,9 +428,9 @@ class View(GraphIndex):
             owner = np.repeat(np.arange(self._nb, dtype=np.int64), base.degrees(vis))
             src = np.asarray(base.in_src[slot], dtype=np.int64)
             keep = self._visible(src) & self._uncut(vis[owner], src)
-            dst = np.concatenate([owner[keep], self._from_ext(self._ed)])
-            src = np.concatenate([self._rank(src[keep]), self._from_ext(self._es)])
-            eid = np.concatenate([base.edge_ids(slot[keep]), self._ee])
+            dst = np.concatenate([owner[keep], self._from_ext(self._ld)])
+            src = np.concatenate([self._rank(src[keep]), self._from_ext(self._ls)])
+            eid = np.concatenate([base.edge_ids(slot[keep]), self._le])
             order = np.argsort(dst, kind="stable")
             ptr = np.zeros(n + 1, dtype=np.int64)
             np.cumsum(np.bincount(dst, minlength=n), out=ptr[1:])

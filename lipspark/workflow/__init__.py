@@ -1,13 +1,48 @@
-"""Modules, workflows, executions and the provenance store (Lipstick §2.2, §3.1)."""
+"""Modules, workflows, executions and the provenance store (Lipstick §2.2, §3.1).
+
+The public names are imported on first use, so that what needs no Spark — a query on a
+deferred store's coarse graph (:mod:`lipspark.workflow.ondemand`) — imports without pyspark.
+
+>>> import lipspark.workflow as w
+>>> w.Store.__name__, "Executor" in w.__all__
+('Store', True)
+"""
 from __future__ import annotations
 
-from lipspark.workflow.checks import Check, CheckFailed
-from lipspark.workflow.definition import WorkflowDefinition, load_definition
-from lipspark.workflow.execution import Executor
-from lipspark.workflow.materialize import materialize
-from lipspark.workflow.module import Module, Relation
-from lipspark.workflow.run import RunSummary, run
-from lipspark.store import Store
-from lipspark.workflow.workflow import Workflow
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.store import Store
+    from lipspark.workflow.checks import Check, CheckFailed
+    from lipspark.workflow.definition import WorkflowDefinition, load_definition
+    from lipspark.workflow.execution import Executor
+    from lipspark.workflow.materialize import materialize
+    from lipspark.workflow.module import Module, Relation
+    from lipspark.workflow.run import RunSummary, run
+    from lipspark.workflow.workflow import Workflow
 
 __all__ = ["Check", "CheckFailed", "Executor", "Module", "Relation", "RunSummary", "Store", "Workflow", "WorkflowDefinition", "load_definition", "materialize", "run"]
+
+#: public name → the module that defines it
+_HOMES = {
+    "Check": "lipspark.workflow.checks", "CheckFailed": "lipspark.workflow.checks",
+    "WorkflowDefinition": "lipspark.workflow.definition", "load_definition": "lipspark.workflow.definition",
+    "Executor": "lipspark.workflow.execution", "materialize": "lipspark.workflow.materialize",
+    "Module": "lipspark.workflow.module", "Relation": "lipspark.workflow.module",
+    "RunSummary": "lipspark.workflow.run", "run": "lipspark.workflow.run",
+    "Store": "lipspark.store", "Workflow": "lipspark.workflow.workflow",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'lipspark.workflow' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

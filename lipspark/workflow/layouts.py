@@ -36,6 +36,8 @@ __all__ = ["Probed", "BASE", "signature", "Probe", "store_layouts", "LAYOUTS_FIL
 LAYOUTS_FILE = "layouts.json"
 #: the directory of a deferred store that per-invocation replays keep their work in
 REPLAYS_DIR = "replays"
+#: Where a replayed invocation keeps the graph it recorded, under its directory (lipspark.workflow.replay).
+GRAPH_DIR = "graph"
 _FORMAT = "lipspark-layouts"
 _VERSION = 1
 

@@ -8,10 +8,13 @@ provenance. :class:`DeferredGraph` is its graph as a query sees it, with no repl
   per row it reads, an output node per row it writes, the rows and values of the state it
   writes, with their v-nodes; :func:`~lipspark.workflow.coarse.invocation_segments`), with the
   same ids as the eager run's — and one *pending* p-node (:func:`~lipspark.vocabulary.ids.pending_id`,
-  op ZOOM, labelled ``M (not replayed)``) standing for its computation: an edge from each node
-  it reads, an edge to each node it writes. Zooming the module out hides the pending node as it
-  hides a computation, so a zoomed-out module's invocations never need a replay;
-* an invocation :meth:`~DeferredGraph.replay` ed is its *fine* part: the graph
+  op ZOOM, no node type, labelled ``M (not replayed)``) standing for its computation: an edge
+  from each node it reads, an edge to each node it writes. Zooming the module out hides the
+  pending node as it hides a computation, so a zoomed-out module's invocations never need a
+  replay. That coarse graph is a query-ready index of its own (``replays/coarse/``, one block per
+  execution), made by the first query and memory-mapped after: opening imports no pyspark;
+* an invocation :meth:`~DeferredGraph.replay` ed is its *fine* part, overlaid on the coarse graph
+  (a :class:`~lipspark.graph.view.View` hiding its pending node): the graph
   :func:`~lipspark.workflow.replay.replay_invocation` records — node for node, edge for edge,
   what the eager run records for it (``tests/workflow/test_ondemand.py``).
 
@@ -46,15 +49,16 @@ import pandas as pd
 from lipspark.errors import StoreError
 from lipspark.graph.expand import concat_frames, expand_segments
 from lipspark.graph.index import GraphIndex
+from lipspark.graph.view import change
 from lipspark.store import Store
 from lipspark.store.lock import WriterLock
 from lipspark.store.manifest import read_manifest, read_segments
 from lipspark.vocabulary import BoundarySegment, InvocationSegment, Op, Segment
 from lipspark.vocabulary.ids import pending_id, positional, segment_of
-from lipspark.workflow.coarse import initial_state_segments, invocation_segments
-from lipspark.workflow.layouts import REPLAYS_DIR, store_layouts
-from lipspark.workflow.numbering import blocks
-from lipspark.workflow.replay import GRAPH_DIR, replay_invocation
+from lipspark.workflow.layouts import GRAPH_DIR, REPLAYS_DIR, store_layouts
+
+# What opening needs (the coarse graph's index, the replays' graphs) imports no pyspark: making a
+# coarse block (lipspark.workflow.coarse reads relations) and replaying are imported when done.
 
 __all__ = ["DeferredGraph", "INVOCATIONS_DIR", "replay_dir"]
 
@@ -65,8 +69,19 @@ DONE_FILE = "done.json"
 _FORMAT, _VERSION = "lipspark-replay", 1
 #: How long a replay waits for another process replaying the same store (seconds).
 REPLAY_WAIT = 3600.0
+#: Where the coarse graph's query-ready index is kept, under the store's ``replays`` directory.
+COARSE_DIR = "coarse"
+#: The version of the coarse graph's blocks (a block of another version is made again).
+_COARSE_VERSION = 1
 _READS = ("i", "s")
 _WRITES = ("o", "vo", "collapse", "vs")
+
+
+def _digest(doc: Any) -> str:
+    """A short fingerprint of a JSON document (what a coarse block is made from)."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
 def replay_dir(n: int, node: str) -> str:
@@ -89,8 +104,6 @@ class DeferredGraph:
     """
 
     def __init__(self, store: Store | str, *, spark: Any = None, progress: bool = False) -> None:
-        from lipspark.workflow.materialize import _replayable_definition
-
         self.store = Store.open(store) if isinstance(store, str) else store
         if self.store.capture != "deferred":
             raise StoreError(f"the store at {self.store.root} captured its provenance {self.store.capture or 'never'}; "
@@ -99,20 +112,29 @@ class DeferredGraph:
             raise StoreError(f"the store at {self.store.root} was made before state rows had nodes of their own, so one invocation "
                              f"cannot be replayed alone; replay it whole: lipspark materialize {self.store.root}")
         self.path = self.store.root
-        self.workflow = _replayable_definition(self.store).build(self.store.meta["params"])
+        self._workflow: Any = None
         self._spark = spark
         self.progress = progress
         self._layouts: list[Any] | None = None
-        self._parts: dict[tuple[int, str], tuple[pd.DataFrame, pd.DataFrame]] = {}
+        self._parts: dict[tuple[int, str], tuple[pd.DataFrame, pd.DataFrame]] = {}  # replayed invocations' fine parts
+        self._coarse: GraphIndex | None = None
         self._fine_keys: set[tuple[int, str]] = set()  # the invocations whose part is their replay
         self._graph: GraphIndex | None = None
         #: the invocations this object replayed, in order: (execution, node, seconds)
         self.replayed: list[tuple[int, str, float]] = []
-        self._invocations = [(n, node) for n in range(1, len(self.store.executions) + 1) for node in self.workflow.topological_order()]
+        #: every invocation's pending node id → (execution, workflow node), and its module (read from the coarse graph)
         self._pending: dict[int, tuple[int, str]] = {}
-        for n, node in self._invocations:
-            blk = blocks(self.workflow, n, self.store.executions[n - 1]["segments"][0])[node]
-            self._pending[pending_id(positional(blk.invocation, 0))] = (n, node)
+        self._module_of: dict[tuple[int, str], str] = {}
+
+    @property
+    def workflow(self) -> Any:
+        """The store's workflow, built from its definition (loaded when a replay or the coarse
+        graph's first making needs it: a definition imports pyspark)."""
+        if self._workflow is None:
+            from lipspark.workflow.materialize import _replayable_definition
+
+            self._workflow = _replayable_definition(self.store).build(self.store.meta["params"])
+        return self._workflow
 
     # ------------------------------------------------------------------ what is there
     @property
@@ -143,33 +165,130 @@ class DeferredGraph:
         pending node's id → its module. (Another process may have replayed some since: they
         join when :meth:`replay` is asked for them, without replaying them again.)"""
         self.graph()
-        return {pid: self.workflow.nodes[key[1]].module for pid, key in self._pending.items() if key not in self._fine_keys}
+        return {pid: self._module_of[key] for pid, key in self._pending.items() if key not in self._fine_keys}
 
     def graph(self) -> GraphIndex:
-        """The graph: every invocation's fine part if replayed, else its coarse part."""
+        """The graph: the coarse graph (every invocation's coarse part, memory-mapped), seen
+        with the fine parts of the invocations replayed so far in place of their pending nodes."""
         if self._graph is None:
-            parts = [expand_segments(initial_state_segments(self.store, self.workflow), self.store.root, fine=False)]
-            parts += [self._part(n, node) for n, node in self._invocations]
-            nodes = concat_frames([p[0] for p in parts])
-            edges = concat_frames([p[1] for p in parts])
-            self._graph = GraphIndex.build(nodes, edges)
+            base = self.coarse()
+            done = self._replayed_keys()
+            self._graph = base if not done else self._with_fine(base, done)
+            self._fine_keys = set(done)
         return self._graph
 
-    def _part(self, n: int, node: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-        key = (n, node)
-        if key not in self._parts:
-            if self.is_replayed(n, node):
-                self._parts[key] = self._fine(n, node)
-                self._fine_keys.add(key)
+    def coarse(self) -> GraphIndex:
+        """The coarse graph: the initial state's part, then every invocation's coarse part with its
+        pending node. It is kept as a query-ready index (``replays/coarse/``, one block per
+        execution, :func:`~lipspark.graph.qindex.update_blocks`), made once — the first time any
+        query opens the store, and for each execution run since — and memory-mapped after that."""
+        if self._coarse is None:
+            from lipspark.graph import qindex
+
+            wanted = [("initial", {"coarse": _COARSE_VERSION, "initial": _digest(self.store.meta.get("initial"))})]
+            wanted += [(f"e{n:06d}", {"coarse": _COARSE_VERSION, "execution": _digest(rec)}) for n, rec in enumerate(self.store.executions, 1)]
+            ipath = self.store.resolve(f"{REPLAYS_DIR}/{COARSE_DIR}")
+            try:
+                meta = qindex.update_blocks(ipath, wanted, self._coarse_block)
+            except OSError as err:
+                if err.errno not in (13, 30):  # EACCES, EROFS: a store this process cannot write
+                    raise
+                parts = [self._coarse_block(name) for name, _ in wanted]  # made in memory instead: same graph
+                self._coarse = GraphIndex.build(concat_frames([p[0] for p in parts]), concat_frames([p[1] for p in parts]))
             else:
-                self._parts[key] = self._coarse(n, node)
+                m = qindex.open_index(ipath, meta)
+                self._coarse = GraphIndex(m.ids, m.is_v, m.op, m.type_code, m.in_ptr, m.in_src, m.attrs, out=m.out, cross=m.cross,
+                                          blocks=m.blocks)
+            g = self._coarse
+            pos = g.by_id(g.nodes_with(op=Op.ZOOM))  # the pending nodes: the coarse graph's only zoom nodes
+            ids = np.asarray(g.ids[pos], dtype=np.int64)
+            for i, n, node, module in zip(ids.tolist(), g.column("execution", pos).tolist(), g.column("node", pos).tolist(),
+                                          g.column("module", pos).tolist()):
+                self._pending[int(i)] = (int(n), str(node))
+                self._module_of[(int(n), str(node))] = str(module)
+        return self._coarse
+
+    def _coarse_block(self, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The nodes and edges of one block of the coarse graph: ``initial`` or ``e<n>``."""
+        from lipspark.workflow.coarse import initial_state_segments
+
+        if name == "initial":
+            return expand_segments(initial_state_segments(self.store, self.workflow), self.store.root, fine=False)
+        n = int(name[1:])
+        parts = [self._coarse_part(n, node) for node in self.workflow.topological_order()]
+        return concat_frames([p[0] for p in parts]), concat_frames([p[1] for p in parts])
+
+    def _replayed_keys(self) -> list[tuple[int, str]]:
+        """The invocations with a complete replay in the store, in execution and workflow order."""
+        base = self.store.resolve(f"{REPLAYS_DIR}/{INVOCATIONS_DIR}")
+        try:
+            names = set(os.listdir(base))
+        except OSError:
+            return []
+        self.coarse()
+        return sorted(key for key in self._module_of if replay_dir(*key).rsplit("/", 1)[1] in names and self.is_replayed(*key))
+
+    def _with_fine(self, base: GraphIndex, keys: list[tuple[int, str]]) -> GraphIndex:
+        """``base`` (the coarse graph) with the fine parts of the invocations ``keys``: a view
+        (:func:`~lipspark.graph.view.change`) that hides their pending nodes and adds the nodes
+        of their replays the coarse graph does not have, with the edges the coarse graph lacks."""
+        parts = [self._fine_part(k) for k in keys]
+        nodes = concat_frames([p[0] for p in parts])
+        edges = concat_frames([p[1] for p in parts])
+        ids = nodes["id"].to_numpy(dtype=np.int64)
+        new = nodes[base.lookup(ids) < 0]
+        if new["id"].duplicated().any():
+            raise StoreError(f"the replays of {self.store.root} have two nodes with one id; remove replays/{INVOCATIONS_DIR} and query again")
+        extra = GraphIndex.build(new.reset_index(drop=True), edges.iloc[:0])
+        add = extra.take(np.arange(len(extra), dtype=np.int64))  # in id order, as the view numbers its overlay
+        nb = len(base)
+
+        def ext(node_ids: np.ndarray) -> np.ndarray:
+            out = base.lookup(node_ids)
+            miss = out < 0
+            if miss.any():
+                at = extra.lookup(node_ids[miss])
+                if (at < 0).any():
+                    bad = sorted(set(node_ids[miss][at < 0].tolist()))[:5]
+                    raise StoreError(f"a replayed invocation of {self.store.root} has edges from or to nodes no part has (ids {bad}); "
+                                     f"remove replays/{INVOCATIONS_DIR} and query again")
+                out[miss] = nb + at
+            return out
+
+        src, dst = ext(edges["src"].to_numpy(dtype=np.int64)), ext(edges["dst"].to_numpy(dtype=np.int64))
+        # an edge between two coarse nodes may be the coarse graph's own already (as often as it has it)
+        both = np.flatnonzero((src < nb) & (dst < nb))
+        if len(both):
+            keys_f = dst[both] * nb + src[both]
+            targets = np.unique(dst[both])
+            own, kids = base.gather_children(targets, owners=True)
+            have_k, have_c = np.unique(targets[own] * nb + np.asarray(kids, dtype=np.int64), return_counts=True)
+            order = np.argsort(keys_f, kind="stable")
+            sk = keys_f[order]
+            first = np.searchsorted(sk, sk, side="left")
+            rank = np.arange(len(sk)) - first  # the how-many-th copy of its edge each one is
+            had = np.zeros(len(sk), dtype=np.int64)
+            if len(have_k):
+                at = np.minimum(np.searchsorted(have_k, sk), len(have_k) - 1)
+                hit = have_k[at] == sk
+                had[hit] = have_c[at[hit]]
+            drop = np.zeros(len(src), dtype=bool)
+            drop[both[order[rank < had]]] = True
+            src, dst = src[~drop], dst[~drop]
+        pend = base.lookup(np.array([pid for pid, key in self._pending.items() if key in set(keys)], dtype=np.int64))
+        eid = base.num_edges + np.arange(len(src), dtype=np.int64)
+        return change(base, remove=pend[pend >= 0], add=add, add_edges=(src, dst, eid))
+
+    def _fine_part(self, key: tuple[int, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        if key not in self._parts:
+            n, node = key
+            gdir = os.path.join(self.store.resolve(replay_dir(n, node)), GRAPH_DIR)
+            self._parts[key] = expand_segments(read_segments(gdir, read_manifest(gdir)), self.store.root, fine=_reads_stored)
         return self._parts[key]
 
-    def _fine(self, n: int, node: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-        gdir = os.path.join(self.store.resolve(replay_dir(n, node)), GRAPH_DIR)
-        return expand_segments(read_segments(gdir, read_manifest(gdir)), self.store.root, fine=_reads_stored)
+    def _coarse_part(self, n: int, node: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+        from lipspark.workflow.coarse import invocation_segments
 
-    def _coarse(self, n: int, node: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         segs = invocation_segments(self.store, self.workflow, self.layouts(), n, node)
         nodes, edges = expand_segments(segs, self.store.root, fine=False)
         inv = next(s for s, _ in segs if isinstance(s, InvocationSegment))
@@ -180,7 +299,7 @@ class DeferredGraph:
         ins, outs = ids[np.isin(role, _READS)], ids[np.isin(role, _WRITES)]
         ctx = inv.context
         me = pd.DataFrame({"id": [pid], "kind": "p", "op": np.array([int(Op.ZOOM)], dtype=np.int8), "label": [f"{ctx.module} (not replayed)"],
-                           "seg": inv.seg, "value": None, "relation": None, "tuple": None, "type": "z", "module": ctx.module,
+                           "seg": inv.seg, "value": None, "relation": None, "tuple": None, "type": None, "module": ctx.module,
                            "node": ctx.node, "execution": ctx.execution, "invocation": ctx.invocation, "column": None})
         more = pd.DataFrame({"src": np.concatenate([ins, np.full(len(outs), pid, dtype=np.int64)]),
                              "dst": np.concatenate([np.full(len(ins), pid, dtype=np.int64), outs])})
@@ -190,11 +309,10 @@ class DeferredGraph:
     def replay(self, pending_ids: Iterable[int], *, on_replay: Callable[[int, str, float], None] | None = None) -> GraphIndex:
         """Replay the invocations whose pending nodes are ``pending_ids`` (those not replayed
         yet), keep them in the store, and return the graph with their fine parts."""
+        self.coarse()
         todo = sorted({self._pending[int(i)] for i in pending_ids if int(i) in self._pending} - self._fine_keys)
         if not todo:
             return self.graph()
-        for key in todo:  # their parts are made again, from their replays
-            self._parts.pop(key, None)
         self._graph = None
         todo = [(n, node) for n, node in todo if not self.is_replayed(n, node)]  # another process may have replayed some
         if not todo:
@@ -210,6 +328,8 @@ class DeferredGraph:
                 shutil.rmtree(where, ignore_errors=True)  # an interrupted replay's leftovers
                 t0 = time.perf_counter()
                 try:
+                    from lipspark.workflow.replay import replay_invocation
+
                     replay_invocation(self.store, n, node, rel, spark=self.spark, workflow=self.workflow, layouts=layouts, graph=True)
                     seconds = time.perf_counter() - t0
                     tmp = os.path.join(where, f".{DONE_FILE}.tmp")

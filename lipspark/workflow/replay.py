@@ -26,15 +26,13 @@ from lipspark.errors import StoreError
 from lipspark.store import Store
 from lipspark.vocabulary import RelationDescriptor, Segment
 from lipspark.workflow.execution import Executor
-from lipspark.workflow.layouts import Probed, store_layouts
+from lipspark.workflow.layouts import GRAPH_DIR, Probed, store_layouts
 from lipspark.workflow.coarse import output_descriptor, state_read, written_state
 from lipspark.workflow.numbering import blocks
 from lipspark.workflow.relations import StoredRelation, descriptor, relation_frame, stored_files
 
 __all__ = ["replay_invocation", "Replayed", "GRAPH_DIR"]
 
-#: Where :func:`replay_invocation` writes the recorded graph, under its target.
-GRAPH_DIR = "graph"
 
 
 @dataclass(frozen=True)

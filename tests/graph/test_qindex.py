@@ -243,3 +243,34 @@ def test_a_store_copied_without_its_times_answers_as_the_original(store, tmp_pat
     shutil.rmtree(os.path.join(copy, "index"))
     with pytest.raises(StoreError, match="changed after the graph was captured"):
         GraphIndex.load(copy)
+
+
+def test_update_blocks_keeps_what_is_current_and_makes_again_what_is_not(tmp_path):
+    """The index of a graph that is not a store's graph directories (a deferred store's coarse
+    graph): blocks are kept while their name and check are the same, appended when new, and all
+    made again from the first that differs."""
+    from lipspark.graph.qindex import open_index, update_blocks
+
+    def block(name):
+        made.append(name)
+        k = int(name[1:])
+        ids = [k * 10 + 1, k * 10 + 2]
+        nodes = pd.DataFrame({"id": ids, "kind": "p", "op": ["token", "+"], "label": [f"R:{k}", "+"], "seg": k})
+        src = [ids[0]] + ([(k - 1) * 10 + 2] if k > 1 else [])  # an edge from the block before
+        return nodes, pd.DataFrame({"src": src, "dst": [ids[1]] * len(src)})
+
+    ipath = str(tmp_path / "index")
+    made: list[str] = []
+    want = [("b1", {"v": 1}), ("b2", {"v": 1})]
+    meta = update_blocks(ipath, want, block)
+    assert made == ["b1", "b2"] and [b["graph"] for b in meta["blocks"]] == ["b1", "b2"]
+    m = open_index(ipath, meta)
+    assert m.ids.tolist() == [11, 12, 21, 22] and m.in_ptr.tolist() == [0, 0, 1, 1, 3]
+    made.clear()
+    assert update_blocks(ipath, want, block) == meta and made == []  # current: nothing made
+    meta3 = update_blocks(ipath, want + [("b3", {"v": 1})], block)
+    assert made == ["b3"] and len(meta3["blocks"]) == 3
+    made.clear()
+    assert update_blocks(ipath, want, block)["blocks"] == meta3["blocks"][:2] and made == []  # blocks past the wanted: left out
+    update_blocks(ipath, [("b1", {"v": 1}), ("b2", {"v": 2})], block)  # a check that differs: made again from scratch
+    assert made == ["b1", "b2"]

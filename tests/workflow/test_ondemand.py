@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -12,8 +14,10 @@ from lipspark.errors import StoreError
 from lipspark.graph.index import GraphIndex
 from lipspark.query import Session
 from lipspark.workflow import run
-from lipspark.workflow.ondemand import DONE_FILE, DeferredGraph, replay_dir
+from lipspark.workflow.ondemand import COARSE_DIR, DONE_FILE, DeferredGraph, replay_dir
 from tests.workflow.test_execution import CARS
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 PARAMS = {"numCars": 60, "numExec": 2, "acceptance": 0.0, "seed": 5}
 MODULES = ["request", "and", "agg", "choice", "xor", "car", "dealer1", "dealer2", "dealer3", "dealer4"]
@@ -97,13 +101,13 @@ def test_replayed_whole_it_is_the_eager_graph_node_for_node(spark, stores):
 def test_an_interrupted_replay_leaves_the_store_as_it_was(spark, stores, monkeypatch):
     eager, deferred = stores
     dg = _fresh(spark, deferred)
-    import lipspark.workflow.ondemand as ondemand
+    import lipspark.workflow.replay as replay
 
     def boom(store, n, node, target, **kw):
         os.makedirs(store.resolve(target))  # it had begun writing
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ondemand, "replay_invocation", boom)
+    monkeypatch.setattr(replay, "replay_invocation", boom)
     with pytest.raises(KeyboardInterrupt):
         Session(dg).run("polynomial output Bids1 of dealer1_bid execution 1")
     assert not os.path.exists(os.path.join(deferred, replay_dir(1, "dealer1_bid")))
@@ -137,3 +141,41 @@ def test_lipspark_query_replays_on_demand_not_the_whole_store(spark, stores, cap
     assert "not replayed" not in out[-1]["rows"][0]["polynomial"]
     assert not os.path.exists(os.path.join(deferred, "provenance"))  # nothing materialized
     assert sorted(os.listdir(os.path.join(deferred, "replays", "invocations"))) == [os.path.basename(replay_dir(1, "dealer1_bid"))]
+
+
+def test_the_coarse_graph_is_made_once_and_mapped_after(spark, stores, monkeypatch):
+    eager, deferred = stores
+    DeferredGraph(deferred, spark=spark).graph()  # made (or found current) by the first opening
+
+    def made(self, name):
+        raise AssertionError(f"coarse block {name} made again")
+
+    monkeypatch.setattr(DeferredGraph, "_coarse_block", made)
+    dg = DeferredGraph(deferred, spark=spark)
+    assert len(dg.coarse().blocks) == PARAMS["numExec"] + 2  # initial state, then one block per execution
+    monkeypatch.undo()
+    # a block that no longer matches what it was made from is made again, never used
+    index = os.path.join(deferred, "replays", COARSE_DIR, "index.json")
+    meta = json.load(open(index))
+    meta["blocks"][1]["check"]["execution"] = "0" * 32
+    json.dump(meta, open(index, "w"))
+    called = []
+    real = DeferredGraph._coarse_block
+    monkeypatch.setattr(DeferredGraph, "_coarse_block", lambda self, name: called.append(name) or real(self, name))
+    _same_answers(eager, DeferredGraph(deferred, spark=spark), "zoomout " + ", ".join(MODULES) + "; ancestors output BestBid of agg execution 2")
+    assert called == ["initial", "e000001", "e000002"]
+
+
+def test_a_query_that_replays_nothing_imports_no_pyspark(stores):
+    _, deferred = stores
+    code = ("import sys, traceback\n"
+            "class Hook:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'pyspark': traceback.print_stack(limit=12)\n"
+            "sys.meta_path.insert(0, Hook())\n"
+            "from lipspark.cli import main; "
+            f"assert main(['query', {deferred!r}, '-e', 'zoomout {', '.join(MODULES)}', '--format', 'json']) == 0; "
+            "assert 'pyspark' not in sys.modules and 'sympy' not in sys.modules, sorted(m for m in sys.modules if 'spark' in m)")
+    env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
