@@ -9,8 +9,9 @@ semiring, store, graph, query, viz, export) import without pyspark.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from lipspark.lazy import exports
 
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.blackbox import black_box
@@ -48,14 +49,4 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'lipspark' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = exports(globals(), _HOMES)

@@ -1,6 +1,6 @@
 """The package's layers depend downward only, and the pure layers never import Spark.
 
-Layers (docs/design.md's map): vocabulary → semiring, store → graph → query → viz, export;
+Layers (docs/design.md's map): vocabulary (with errors and lazy) → semiring, store → graph → query → viz, export;
 capture (Spark) and workflow sit beside them; cli, shell, demo and bench use everything. Every
 import in a module counts, including those inside functions.
 """
@@ -18,7 +18,7 @@ ROOT = Path(lipspark.__file__).parent
 
 #: layer → the module prefixes it holds
 LAYERS: dict[str, tuple[str, ...]] = {
-    "vocabulary": ("lipspark.errors", "lipspark.vocabulary"),
+    "vocabulary": ("lipspark.errors", "lipspark.lazy", "lipspark.vocabulary"),
     "semiring": ("lipspark.semiring",),
     "store": ("lipspark.store",),
     "graph": ("lipspark.graph",),
