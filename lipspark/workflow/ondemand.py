@@ -219,7 +219,7 @@ class DeferredGraph:
         return concat_frames([p[0] for p in parts]), concat_frames([p[1] for p in parts])
 
     def _replayed_keys(self) -> list[tuple[int, str]]:
-        """The invocations with a complete replay in the store, in execution and workflow order."""
+        """The invocations with a complete replay in the store, by execution and workflow node name."""
         base = self.store.resolve(f"{REPLAYS_DIR}/{INVOCATIONS_DIR}")
         try:
             names = set(os.listdir(base))
@@ -275,7 +275,8 @@ class DeferredGraph:
             drop = np.zeros(len(src), dtype=bool)
             drop[both[order[rank < had]]] = True
             src, dst = src[~drop], dst[~drop]
-        pend = base.lookup(np.array([pid for pid, key in self._pending.items() if key in set(keys)], dtype=np.int64))
+        replayed = set(keys)
+        pend = base.lookup(np.array([pid for pid, key in self._pending.items() if key in replayed], dtype=np.int64))
         eid = base.num_edges + np.arange(len(src), dtype=np.int64)
         return change(base, remove=pend[pend >= 0], add=add, add_edges=(src, dst, eid))
 
