@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ["get_spark", "default_conf", "run_concurrently"]
+__all__ = ["get_spark", "default_conf", "run_concurrently", "archive_path", "java_options"]
 
 _T = TypeVar("_T")
 #: Spark jobs one writer submits at once (see :func:`run_concurrently`).
@@ -26,12 +26,44 @@ CONCURRENT_JOBS = 4
 #: Spark's logging while lipspark starts it: errors only (``verbose`` keeps Spark's own profile)
 QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
 
+#: the environment variable naming the JVM class archive (:mod:`lipspark.class_archive`): a path, or ``off``
+ARCHIVE_ENV = "LIPSPARK_CLASS_ARCHIVE"
 
-def default_conf(shuffle_partitions: int = 4, *, verbose: bool = False) -> dict[str, str]:
+
+def archive_path() -> str:
+    """Where the JVM class archive (:mod:`lipspark.class_archive`) is, or would be, for this
+    environment's pyspark; ``""`` when turned off."""
+    given = os.environ.get(ARCHIVE_ENV, "")
+    if given.lower() in ("off", "0", "no", "false"):
+        return ""
+    if given:
+        return given
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        pyspark = version("pyspark")
+    except PackageNotFoundError:  # pragma: no cover - pyspark is a dependency
+        return ""
+    return os.path.join(sys.prefix, "share", "lipspark", f"spark-{pyspark}.jsa")
+
+
+def java_options(*, verbose: bool = False) -> str:
+    """The JVM options that use the archive if it is there (``""`` if not); unless ``verbose``,
+    the JVM's note that it could not use one (another JDK, another class path) is silenced."""
+    path = archive_path()
+    if not path or not os.path.isfile(path):
+        return ""
+    return f"-XX:SharedArchiveFile={path}" + ("" if verbose else " -Xlog:cds=off -Xlog:cds+dynamic=off")
+
+
+def default_conf(shuffle_partitions: int = 4, *, verbose: bool = False, archive: bool = True) -> dict[str, str]:
     """Settings for a small, quiet embedded Spark (local[2], UI off, few shuffle partitions);
-    unless ``verbose``, the JVM logs errors only from its start (no start-up notes)."""
-    quiet = {} if verbose else {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}"}
-    return {**quiet,
+    unless ``verbose``, the JVM logs errors only from its start (no start-up notes). With
+    ``archive``, the JVM maps the classes of :mod:`lipspark.class_archive` if it was built
+    (:func:`java_options`)."""
+    options = " ".join(o for o in ("" if verbose else f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}",
+                                   java_options(verbose=verbose) if archive else "") if o)
+    return {**({"spark.driver.extraJavaOptions": options} if options else {}),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),

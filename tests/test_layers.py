@@ -25,7 +25,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "query": ("lipspark.query",),
     "viz": ("lipspark.viz", "lipspark.export"),
     "capture": ("lipspark.capture", "lipspark.frame", "lipspark.tracker", "lipspark.functions", "lipspark.blackbox",
-                "lipspark.columns", "lipspark.plan", "lipspark.session"),
+                "lipspark.columns", "lipspark.plan", "lipspark.session", "lipspark.class_archive"),
     "workflow": ("lipspark.workflow", "lipspark.examples"),
     "application": ("lipspark.cli", "lipspark.shell", "lipspark.demo", "lipspark.bench", "lipspark"),
 }
