@@ -22,8 +22,8 @@ A query session (:class:`lipspark.query.Session` given a :class:`DeferredGraph`)
 each statement, which pending nodes the statement's answer reaches (a backward trace stops at
 them, and so does a forward one), replays those invocations, and asks again, until the answer
 reaches none: it replays only the invocations its answer reaches into. A replayed invocation is
-kept under ``replays/invocations/`` (its relations with provenance columns and its graph, then
-``done.json``, written last: a directory without it is an interrupted replay, removed and done
+kept under ``replays/invocations/`` (its relations with provenance columns, its graph and that
+graph expanded once, ``fine.json``, then ``done.json``, written last: a directory without it is an interrupted replay, removed and done
 again) under the store's ``replays`` writer lock, so two processes never replay it twice and a
 crash leaves the store as it was.
 
@@ -67,6 +67,10 @@ INVOCATIONS_DIR = "invocations"
 #: The file that marks a replayed invocation complete (written last).
 DONE_FILE = "done.json"
 _FORMAT, _VERSION = "lipspark-replay", 1
+#: A replayed invocation's fine part, expanded once and kept beside its graph (derived: made again
+#: when missing, unreadable or of another version).
+FINE_FILE = "fine.json"
+_FINE_FORMAT, _FINE_VERSION = "lipspark-fine-part", 1
 #: How long a replay waits for another process replaying the same store (seconds).
 REPLAY_WAIT = 3600.0
 #: Where the coarse graph's query-ready index is kept, under the store's ``replays`` directory.
@@ -281,11 +285,33 @@ class DeferredGraph:
         return change(base, remove=pend[pend >= 0], add=add, add_edges=(src, dst, eid))
 
     def _fine_part(self, key: tuple[int, str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The nodes and edges of a replayed invocation's graph, as its ``fine.json`` keeps them
+        (made from the graph, and kept if the store is writable, when it is missing or stale)."""
         if key not in self._parts:
             n, node = key
-            gdir = os.path.join(self.store.resolve(replay_dir(n, node)), GRAPH_DIR)
-            self._parts[key] = expand_segments(read_segments(gdir, read_manifest(gdir)), self.store.root, fine=_reads_stored)
+            where = self.store.resolve(replay_dir(n, node))
+            part = _read_fine(os.path.join(where, FINE_FILE), n, node)
+            if part is None:
+                part = _decode_fine(self._write_fine(n, node))
+            self._parts[key] = part
         return self._parts[key]
+
+    def _write_fine(self, n: int, node: str) -> dict[str, Any]:
+        """Expand the graph of the replay of node ``node`` of execution ``n`` and keep it as its
+        ``fine.json`` (replaced whole; a store this process cannot write keeps none); the document."""
+        where = self.store.resolve(replay_dir(n, node))
+        gdir = os.path.join(where, GRAPH_DIR)
+        nodes, edges = expand_segments(read_segments(gdir, read_manifest(gdir)), self.store.root, fine=_reads_stored)
+        doc = _encode_fine(nodes, edges, n, node)
+        tmp = os.path.join(where, f".{FINE_FILE}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "w") as fh:
+                json.dump(doc, fh, separators=(",", ":"), ensure_ascii=False, default=str)
+            os.replace(tmp, os.path.join(where, FINE_FILE))
+        except OSError as err:
+            if err.errno not in (13, 30):  # EACCES, EROFS: read-only store, the part stays in memory
+                raise
+        return doc
 
     def _coarse_part(self, n: int, node: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         from lipspark.workflow.coarse import invocation_segments
@@ -332,6 +358,7 @@ class DeferredGraph:
                     from lipspark.workflow.replay import replay_invocation
 
                     replay_invocation(self.store, n, node, rel, spark=self.spark, workflow=self.workflow, layouts=layouts, graph=True)
+                    self._parts[(n, node)] = _decode_fine(self._write_fine(n, node))
                     seconds = time.perf_counter() - t0
                     tmp = os.path.join(where, f".{DONE_FILE}.tmp")
                     with open(tmp, "w") as fh:
@@ -351,3 +378,51 @@ class DeferredGraph:
             lock.release()
         self._graph = None
         return self.graph()
+
+
+def _encode_fine(nodes: pd.DataFrame, edges: pd.DataFrame, n: int, node: str) -> dict[str, Any]:
+    """A fine part as JSON: numeric columns with their dtype, the others as values, each cleaned
+    and encoded as the query-ready index encodes attributes (missing cells, NaN included, as
+    null; what JSON has no form for as its text), so a part read back answers as an index does."""
+    from lipspark.graph.attrs import _clean
+
+    def value(v: Any) -> Any:
+        v = _clean(v)
+        return v if v is None or isinstance(v, (str, int, float, bool)) else json.loads(json.dumps(v, default=str))
+
+    def column(col: pd.Series) -> dict[str, Any]:
+        if col.dtype != object and np.issubdtype(col.dtype, np.number):
+            return {"dtype": str(col.dtype), "values": col.tolist()}
+        return {"dtype": "object", "values": [value(v) for v in col.tolist()]}
+
+    return {"format": _FINE_FORMAT, "version": _FINE_VERSION, "execution": n, "node": node,
+            "nodes": {c: column(nodes[c]) for c in nodes.columns},
+            "edges": {c: column(edges[c]) for c in edges.columns}}
+
+
+def _decode_fine(doc: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def frame(cols: dict[str, Any]) -> pd.DataFrame:
+        out = {}
+        for name, c in cols.items():
+            if c["dtype"] == "object":
+                arr = np.empty(len(c["values"]), dtype=object)
+                arr[:] = c["values"]
+                out[name] = arr
+            else:
+                out[name] = np.asarray(c["values"], dtype=c["dtype"])
+        return pd.DataFrame(out)
+
+    return frame(doc["nodes"]), frame(doc["edges"])
+
+
+def _read_fine(path: str, n: int, node: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The fine part kept at ``path``, or None when it is missing, unreadable or not of this
+    version and invocation (then it is made again from the replay's graph, never trusted)."""
+    try:
+        with open(path) as fh:
+            doc = json.load(fh)
+        if (doc.get("format"), doc.get("version"), doc.get("execution"), doc.get("node")) != (_FINE_FORMAT, _FINE_VERSION, n, node):
+            return None
+        return _decode_fine(doc)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None

@@ -14,7 +14,7 @@ from lipspark.errors import StoreError
 from lipspark.graph.index import GraphIndex
 from lipspark.query import Session
 from lipspark.workflow import run
-from lipspark.workflow.ondemand import COARSE_DIR, DONE_FILE, DeferredGraph, replay_dir
+from lipspark.workflow.ondemand import COARSE_DIR, DONE_FILE, FINE_FILE, DeferredGraph, replay_dir
 from tests.workflow.test_execution import CARS
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -96,6 +96,34 @@ def test_replayed_whole_it_is_the_eager_graph_node_for_node(spark, stores):
     e = GraphIndex.load(eager)
     assert (len(g), g.num_edges) == (len(e), e.num_edges)
     assert g.same_as(e)
+
+
+def test_a_replay_keeps_its_fine_part_ready_and_never_trusts_a_bad_one(spark, stores, monkeypatch):
+    eager, deferred = stores
+    dg = _fresh(spark, deferred)
+    text = "zoomout " + ", ".join(m for m in MODULES if m != "dealer2") + "; polynomial output Bids2 of dealer2_bid execution 2"
+    _same_answers(eager, dg, text)
+    fine = os.path.join(deferred, replay_dir(2, "dealer2_bid"), FINE_FILE)
+    with open(fine) as fh:
+        assert json.load(fh)["node"] == "dealer2_bid"
+    # another process reads the kept part: no graph is expanded again
+    import lipspark.workflow.ondemand as ondemand
+
+    def no_expansion(*a, **kw):
+        raise AssertionError("expanded a replay's graph again")
+
+    with monkeypatch.context() as m:
+        m.setattr(ondemand, "expand_segments", no_expansion)
+        _same_answers(eager, DeferredGraph(deferred, spark=spark), text)
+    # a corrupt or foreign part is made again from the replay's graph, and answers stay the eager ones
+    for bad in ("{not json", json.dumps({"format": "lipspark-fine-part", "version": 999, "execution": 2, "node": "dealer2_bid"})):
+        with open(fine, "w") as fh:
+            fh.write(bad)
+        again = DeferredGraph(deferred, spark=spark)
+        _same_answers(eager, again, text)
+        assert again.replayed == []
+        with open(fine) as fh:
+            assert json.load(fh)["version"] == ondemand._FINE_VERSION
 
 
 def test_an_interrupted_replay_leaves_the_store_as_it_was(spark, stores, monkeypatch):
