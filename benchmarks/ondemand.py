@@ -16,7 +16,13 @@ invocations it replayed, their replay time against the same invocations' time in
 run (the target: ≤ 3× for the query confined to one invocation, plus the query), and the same
 query on the store once everything it needs is replayed (the second time a user asks).
 
-Usage: ``python benchmarks/ondemand.py [--numCars 20000] [--numExec 10] [--out FILE]``
+Each query's first and again figures are medians of ``--repeat`` runs (default 5), each on a
+fresh copy; with ``--ab-archive`` each first query runs also with the JVM class archive turned
+off (``LIPSPARK_CLASS_ARCHIVE=off``, :mod:`lipspark.class_archive`), interleaved. ``--keep DIR``
+keeps the deferred store (and the run's times) at DIR and reuses it when it is there.
+
+Usage: ``python benchmarks/ondemand.py [--numCars 20000] [--numExec 10] [--repeat 5] [--only NAME]
+[--ab-archive] [--keep DIR] [--out FILE]``
 """
 from __future__ import annotations
 
@@ -62,11 +68,11 @@ def _deferred_run(root: str, params: dict[str, Any]) -> tuple[str, dict[tuple[in
     return path, times
 
 
-def _query(store: str, text: str) -> dict[str, Any]:
+def _query(store: str, text: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     """One cold ``lipspark query`` process: wall seconds, peak memory, output."""
     cmd = ["/usr/bin/time", "-v", os.path.join(os.path.dirname(sys.executable), "lipspark"), "query", store, "-e", text, "--format", "json"]
     t0 = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **(env or {})})
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"query failed ({p.returncode}): {text}\n{p.stderr[-3000:]}")
@@ -91,11 +97,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--numCars", type=int, default=20000)
     ap.add_argument("--numExec", type=int, default=10)
     ap.add_argument("--skip-full", action="store_true", help="skip the full backward trace (it replays most of the store)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per figure (medians)")
+    ap.add_argument("--only", action="append", help="run only these queries (one_invocation, issue_example, full_trace)")
+    ap.add_argument("--ab-archive", action="store_true", help="also run each first query without the JVM class archive, interleaved")
+    ap.add_argument("--keep", help="keep the deferred store here (reused if present)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "ondemand.json"))
     args = ap.parse_args(argv)
     root = tempfile.mkdtemp(prefix="lipspark-ondemand-")
     try:
-        store, times = _deferred_run(root, {"numCars": args.numCars, "numExec": args.numExec})
+        kept = os.path.join(args.keep, "deferred") if args.keep else None
+        if kept and os.path.exists(os.path.join(args.keep, "times.json")):
+            store = kept
+            with open(os.path.join(args.keep, "times.json")) as fh:
+                times = {(int(e), node): t for e, node, t in json.load(fh)}
+        else:
+            store, times = _deferred_run(root, {"numCars": args.numCars, "numExec": args.numExec})
+            if kept:
+                shutil.rmtree(kept, ignore_errors=True)
+                shutil.copytree(store, kept)
+                store = kept
+                with open(os.path.join(args.keep, "times.json"), "w") as fh:
+                    json.dump([[e, node, t] for (e, node), t in times.items()], fh)
         last = args.numExec
         queries = {
             "one_invocation": ("zoomout " + ", ".join(m for m in MODULES if m != "dealer1")
@@ -109,21 +131,43 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         _query(store, "zoomout " + ", ".join(MODULES))
         results: dict[str, Any] = {"numCars": args.numCars, "numExec": args.numExec,
                                    "deferred_run_s": round(sum(times.values()), 1), "queries": {}}
+        if args.only:
+            queries = {k: v for k, v in queries.items() if k in args.only}
+        from statistics import median
+
+        def med(runs: list[dict[str, Any]]) -> dict[str, Any]:
+            return {"wall_s": round(median(r["wall_s"] for r in runs), 2), "peak_mb": round(median(r["peak_mb"] for r in runs), 1),
+                    "runs_s": [r["wall_s"] for r in runs], "summary": runs[-1]["summary"]}
+
         for name, text in queries.items():
-            copy = os.path.join(root, f"q-{name}")
-            shutil.copytree(store, copy, ignore=shutil.ignore_patterns("invocations"))
-            first = _query(copy, text)
-            replayed = _replayed(copy)
-            plain = sum(times[(r["execution"], r["node"])] for r in replayed)
-            again = _query(copy, text)
+            firsts, agains, offs, replay_s, plain_s = [], [], [], [], []
+            replayed: list[dict[str, Any]] = []
+            for i in range(args.repeat):
+                for archive in ([True, False] if args.ab_archive else [True]):
+                    copy = os.path.join(root, f"q-{name}-{i}-{int(archive)}")
+                    shutil.copytree(store, copy, ignore=shutil.ignore_patterns("invocations"))
+                    first = _query(copy, text, None if archive else {"LIPSPARK_CLASS_ARCHIVE": "off"})
+                    replayed = _replayed(copy)
+                    if archive:
+                        firsts.append(first)
+                        replay_s.append(sum(r["seconds"] for r in replayed))
+                        plain_s.append(sum(times[(r["execution"], r["node"])] for r in replayed))
+                        agains.append(_query(copy, text))
+                    else:
+                        offs.append(first)
+                    shutil.rmtree(copy, ignore_errors=True)
+            plain, replay, first_m, again_m = median(plain_s), median(replay_s), med(firsts), med(agains)
             results["queries"][name] = {
-                "query": text, "first": first, "again": again, "replayed": [(r["execution"], r["node"]) for r in replayed],
-                "replay_s": round(sum(r["seconds"] for r in replayed), 2), "plain_s": round(plain, 2),
-                "ratio_to_plain": round(sum(r["seconds"] for r in replayed) / plain, 2) if plain else None,
-                "first_minus_again_over_plain": round((first["wall_s"] - again["wall_s"]) / plain, 2) if plain else None,
+                "query": text, "runs": args.repeat, "first": first_m, "again": again_m,
+                "replayed": [(r["execution"], r["node"]) for r in replayed],
+                "replay_s": round(replay, 2), "plain_s": round(plain, 2),
+                "ratio_to_plain": round(replay / plain, 2) if plain else None,
+                "first_minus_again_over_plain": round((first_m["wall_s"] - again_m["wall_s"]) / plain, 2) if plain else None,
             }
+            if offs:
+                results["queries"][name]["first_without_class_archive"] = med(offs)
+                results["queries"][name]["archive_speedup"] = round(med(offs)["wall_s"] / first_m["wall_s"], 2)
             print(json.dumps({name: results["queries"][name]}, indent=1), file=sys.stderr, flush=True)
-            shutil.rmtree(copy, ignore_errors=True)
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
         with open(args.out, "w") as fh:
             json.dump(results, fh, indent=1)
