@@ -1,8 +1,8 @@
-"""A class-data archive for the JVM lipspark starts: Spark's start in half the time.
+"""A class-data archive for the JVM lipspark starts: Spark to a first answer 1.6× faster.
 
 Every command that runs Spark (``lipspark run``, a replay on demand, ``make test``) starts a JVM
 that loads and verifies some 15,000 of Spark's classes before its first job: about 8 s of a
-one-invocation replay's 30 on this project's 2-core machine. Java's class-data sharing (CDS,
+one-invocation replay's 45 on this project's 2-core machine. Java's class-data sharing (CDS,
 JDK 13+) keeps those classes in a file mapped at start instead. ``python -m
 lipspark.class_archive`` builds that file once (``make`` does it when it installs): it starts
 Spark with ``-XX:ArchiveClassesAtExit``, runs a few small jobs of the kinds lipspark runs
