@@ -23,8 +23,8 @@ each statement, which pending nodes the statement's answer reaches (a backward t
 them, and so does a forward one), replays those invocations, and asks again, until the answer
 reaches none: it replays only the invocations its answer reaches into. A replayed invocation is
 kept under ``replays/invocations/`` (its relations with provenance columns, its graph and that
-graph expanded once, ``fine.json``, then ``done.json``, written last: a directory without it is an interrupted replay, removed and done
-again) under the store's ``replays`` writer lock, so two processes never replay it twice and a
+graph expanded once, ``fine.json``, then ``done.json``, written last: a directory without it is
+an interrupted replay, removed and done again) under the store's ``replays`` writer lock, so two processes never replay it twice and a
 crash leaves the store as it was.
 
 It needs the ``state`` p-node scheme (docs/design.md, "Deferred capture"): under ``collapse``, a
@@ -311,6 +311,9 @@ class DeferredGraph:
         except OSError as err:
             if err.errno not in (13, 30):  # EACCES, EROFS: read-only store, the part stays in memory
                 raise
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
         return doc
 
     def _coarse_part(self, n: int, node: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -391,7 +394,7 @@ def _encode_fine(nodes: pd.DataFrame, edges: pd.DataFrame, n: int, node: str) ->
         return v if v is None or isinstance(v, (str, int, float, bool)) else json.loads(json.dumps(v, default=str))
 
     def column(col: pd.Series) -> dict[str, Any]:
-        if col.dtype != object and np.issubdtype(col.dtype, np.number):
+        if isinstance(col.dtype, np.dtype) and col.dtype.kind in "iufb":  # numpy numbers; the rest (nullable too) as values
             return {"dtype": str(col.dtype), "values": col.tolist()}
         return {"dtype": "object", "values": [value(v) for v in col.tolist()]}
 
