@@ -332,19 +332,23 @@ def _open_session(path: str) -> Any:
 
     from lipspark.query.engine import Session
 
+    rerun = None
     if os.path.exists(os.path.join(path, "store.json")):
         from lipspark.store import Store
+        from lipspark.workflow.rerun import Rerunner
 
         store = Store.open(path)
+        if store.executions and store.state_scheme == "state" and store.meta.get("definition"):
+            rerun = Rerunner(store)  # delete … recompute and update re-run invocations (Spark starts then)
         if store.capture == "deferred" and store.state_scheme == "state":
             from lipspark.workflow.materialize import _replayed_all
 
             if not _replayed_all(store, store.graph_store()):
                 from lipspark.workflow.ondemand import DeferredGraph
 
-                return Session(DeferredGraph(store, progress=sys.stderr.isatty()))
+                return Session(DeferredGraph(store, progress=sys.stderr.isatty()), rerun=rerun)
     _materialized(path)
-    return Session(path)
+    return Session(path, rerun=rerun)
 
 
 def _query_text(args: Any) -> tuple[str, str]:

@@ -505,13 +505,13 @@ class Runner:
 
     def query(self, where: str, text: str) -> tuple[str | None, str]:
         """A query from the captured graph, in this process (what ``lipspark query -e`` runs)."""
+        from lipspark.cli import _open_session
         from lipspark.demo import DEMO_GRAPH
         from lipspark.errors import LipsparkError
-        from lipspark.query import Session
 
         t = time.perf_counter()
-        if self.session is None:
-            self.session = Session(os.path.join(self.wd, DEMO_GRAPH))
+        if self.session is None:  # as lipspark query opens it (a re-runner for recompute and update)
+            self.session = _open_session(os.path.join(self.wd, DEMO_GRAPH))
         self.session.run("reset")
         try:
             printed = "\n\n".join(r.to_text() for r in self.session.run(text, where))

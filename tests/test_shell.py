@@ -37,7 +37,7 @@ def test_the_graph_offers_its_modules_relations_and_columns(names):
 
 
 @pytest.mark.parametrize("line, expected", [
-    ("", ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants", "depends", "polynomial",
+    ("", ["zoomout", "zoomin", "reset", "delete", "update", "subgraph", "ancestors", "descendants", "depends", "polynomial",
           "evaluate", "shapley", "banzhaf", "show", "diff", "where", "culprits", "sample", "checks", "blame", "help", "quit", "exit"]),
     ("de", ["delete", "descendants", "depends"]),
     ("ZOOM", ["ZOOMOUT", "ZOOMIN"]),

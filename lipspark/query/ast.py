@@ -45,6 +45,7 @@ __all__ = [
     "ZoomIn",
     "Reset",
     "Delete",
+    "Update",
     "Subgraph",
     "Ancestors",
     "Descendants",
@@ -71,6 +72,7 @@ KEYWORDS: frozenset[str] = frozenset({
     "shapley", "banzhaf", "over", "tuples", "invocations",
     "where", "column",
     "culprits", "sample", "checks", "violations", "blame",
+    "recompute", "update", "set",
 })
 
 LiteralValue: TypeAlias = str | int | float | bool | None
@@ -344,9 +346,41 @@ class Delete(Statement):
     """Propagate deletion of the targets (Lipstick Def. 4.2)."""
 
     targets: tuple[Selector, ...]
+    #: ``recompute``: re-run the invocations whose values the graph cannot recompute
+    recompute: bool = False
+    #: ``recompute execution N``: only those of executions up to N
+    until: int | None = None
 
     def __str__(self) -> str:
-        return "delete " + ", ".join(map(str, self.targets))
+        text = "delete " + ", ".join(map(str, self.targets))
+        if self.recompute:
+            text += " recompute" + (f" execution {self.until}" if self.until is not None else "")
+        return text
+
+
+@dataclass(frozen=True)
+class Update(Statement):
+    """Change base tuples' values and re-run what they reach (a value what-if):
+    ``update tuple Cars(CarId = "C2") in dealer1 set Model = "Civic"``.
+
+    >>> sel = TupleSel("tuple", "Cars", (Condition("CarId", "=", "C2"),), module="dealer1")
+    >>> print(Update(sel, (("Model", "Civic"),)))
+    update tuple Cars(CarId = "C2") in dealer1 set Model = "Civic"
+    """
+
+    target: Selector
+    assignments: tuple[tuple[str, LiteralValue], ...]
+    #: the selector's module was written after the assignments (``… set Model = "Civic" in
+    #: dealer1``): kept so that the statement is echoed as written; not part of equality
+    module_last: bool = field(default=False, compare=False, repr=False, kw_only=True)
+
+    def __str__(self) -> str:
+        sets = ", ".join(f"{format_name(c)} = {format_literal(v)}" for c, v in self.assignments)
+        t = self.target
+        if self.module_last and isinstance(t, TupleSel) and t.module is not None and t.execution is None:
+            first = TupleSel(t.kind, t.relation, t.conditions)
+            return f"update {first} set {sets} {t.preposition} {format_name(t.module)}"
+        return f"update {t} set {sets}"
 
 
 @dataclass(frozen=True)

@@ -219,12 +219,16 @@ def recompute(op: Op, values: list[Any]) -> Any:
     return aggregate(op, values)
 
 
-def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
-    """Recompute the surviving v-nodes downstream of removed nodes, in topological order."""
-    gone = np.flatnonzero(removed)
+def _what_if(g: GraphIndex, removed: np.ndarray, known: dict[int, Any] | None = None) -> list[ValueChange]:
+    """Recompute the surviving v-nodes downstream of removed nodes, in topological order; a
+    v-node whose id is in ``known`` takes that value (what a re-run of its invocation gave,
+    :mod:`lipspark.query.recompute`) and the change flows on from it."""
+    known = known or {}
+    pinned = g.lookup(np.fromiter(known, dtype=np.int64, count=len(known))) if known else np.zeros(0, dtype=np.int64)
+    gone = np.union1d(np.flatnonzero(removed), pinned[pinned >= 0])
     if not len(gone):
         return []
-    region = g.descendants(gone)
+    region = np.union1d(g.descendants(gone), pinned[pinned >= 0])
     region = region[~removed[region]]
     region = region[g.is_v[region]]
     changed: dict[int, Any] = {}
@@ -232,7 +236,9 @@ def _what_if(g: GraphIndex, removed: np.ndarray) -> list[ValueChange]:
     for pos in g.topological(region).tolist():
         op = int(g.op[pos])
         kids = [int(k) for k in g.children(pos) if not removed[k]]
-        if _AGGREGATE[op]:
+        if known and int(g.ids[pos]) in known:
+            new = known[int(g.ids[pos])]
+        elif _AGGREGATE[op]:
             vals = []
             for t in kids:  # ⊗ children: (p-node, value node)
                 vk = [int(k) for k in g.children(t) if g.is_v[k] and not removed[k]]
@@ -267,14 +273,15 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True) -> DeletionResult:
+def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True, known: dict[int, Any] | None = None) -> DeletionResult:
     """Delete the nodes with ids ``nodes`` from the view ``g`` and propagate (Definition 4.2).
 
     Returns the new view, the removed node ids, the output nodes that survive and those removed,
-    and (``values=True``) the recomputed aggregate values.
+    and (``values=True``) the recomputed aggregate values; ``known``: v-node id → the value it
+    takes after the deletion, where a re-run said it (:mod:`lipspark.query.recompute`).
     """
     removed = propagate(g, g.positions(nodes))
-    changes = _what_if(g, removed) if values else []
+    changes = _what_if(g, removed, known) if values else []
     shown = appearing(g, removed)
     rows = g.column("tuple", shown).tolist() if len(shown) else []
     copies = g.column("value", shown).tolist() if len(shown) else []

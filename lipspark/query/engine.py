@@ -36,6 +36,7 @@ from lipspark.query.deletion import UNKNOWN, delete, propagate
 from lipspark.query.diff import diff
 from lipspark.query.edgedata import SAMPLE_ROWS, EdgeData, EdgeReader, edge_lines
 from lipspark.query.parser import parse
+from lipspark.query.recompute import Recomputed, Rerunner, check_rerunner, readers, recompute
 from lipspark.query.selector import NoSuchColumn, resolve
 from lipspark.query.text import ROW_LIMIT, changed_by_tuple, shown_value, id_prefix, located, node_name, node_table, reading_order, printable, table, token_lines
 from lipspark.query.trace import subgraph_positions
@@ -288,9 +289,14 @@ class Session:
         a graph made on demand (:class:`OnDemand`: a deferred store's
         :class:`~lipspark.workflow.ondemand.DeferredGraph`), whose statements first replay the
         invocations their answers reach into.
+    rerun
+        What re-runs invocations of the graph's store for ``delete … recompute`` and ``update``
+        (:class:`lipspark.workflow.Rerunner`; ``lipspark query`` and ``lipspark shell`` give one
+        when the graph is a workflow store). Without it those statements say how to get one.
     """
 
-    def __init__(self, graph: GraphIndex | str | OnDemand) -> None:
+    def __init__(self, graph: GraphIndex | str | OnDemand, *, rerun: Rerunner | None = None) -> None:
+        self.rerunner = rerun
         self._demand: OnDemand | None = None
         if isinstance(graph, str):
             self.path: str | None = graph
@@ -585,6 +591,10 @@ class Session:
                 view = zoom_out(view, arg)
             elif op == "zoomin":
                 view = zoom_in(view, arg)
+            elif op == "recompute":  # a deletion with what its re-runs told (the ids they deleted, the values)
+                seeds, known = arg
+                r = delete(view, [i for i in seeds if view.contains(i)], known=dict(known))
+                view = r.view
             else:
                 missing = [i for i in arg if not view.contains(i)]
                 if missing:
@@ -607,9 +617,69 @@ class Session:
         pos = self.view.by_id(np.unique(np.concatenate([self._resolve(s) for s in stmt.targets])))
         ids = self.view.ids[pos]
         before = self.view
+        if stmt.recompute:
+            rc = recompute(before, ids, check_rerunner(self.rerunner, "delete … recompute"), until=stmt.until)
+            return self._recomputed(stmt, before, [int(i) for i in ids], rc)
         r = delete(before, ids)
         self._pending = lambda: r.view
         self._ops.append(("delete", tuple(int(i) for i in ids)))
+        return self._deletion_result(stmt, before, [int(i) for i in ids], r)
+
+    def _update(self, stmt: ast.Update) -> Result:
+        before = self.view
+        target = stmt.target
+        if not isinstance(target, ast.TupleSel) or target.kind != "tuple":
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): update changes base tuples: select them with tuple R(…) [in MODULE], not {target}")
+        tokens = before.ids[before.by_id(self._resolve(target))]
+        rerunner = check_rerunner(self.rerunner, "update")
+        updates: dict[tuple[int, str], dict[str, dict[int, dict[str, Any]]]] = {}
+        for t in tokens.tolist():
+            for n, node, rel, p in readers(before, int(t)):
+                updates.setdefault((n, node), {}).setdefault(rel, {})[p] = dict(stmt.assignments)
+        if not updates:
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): no invocation read the selected tuple(s), so no value changes")
+        rc = recompute(before, [], rerunner, updates=updates)
+        return self._recomputed(stmt, before, [], rc, updated=[int(t) for t in tokens.tolist()])
+
+    def _recomputed(self, stmt: ast.Statement, before: GraphIndex, ids: list[int], rc: Recomputed, *,
+                    updated: list[int] | None = None) -> Result:
+        """The answer of a what-if whose unknown values were found by re-running (:func:`recompute`)."""
+        r = rc.result
+        self._pending = lambda: r.view
+        seeds = tuple(ids) + tuple(rc.deleted)
+        self._ops.append(("recompute", (seeds, tuple(rc.known.items()))))
+        # the graph's own answer beside the recomputed one (an update has none: the graph holds no new value)
+        graph_values = {c.node: c.after for c in rc.graph.values} if updated is None else None
+        res = self._deletion_result(stmt, before, ids, r, graph_values=graph_values, rerun={(x.execution, x.node) for x in rc.reruns},
+                                    updated=updated)
+        reruns = [{"execution": x.execution, "node": x.node, "seconds": round(x.seconds, 3)} for x in rc.reruns]
+        appeared = [{"execution": n, "invoked_as": node, "relation": rel, "tuple": json.dumps(row, default=str)} for n, node, rel, row in rc.appeared]
+        unresolved: list[dict[str, Any]] = [{"execution": n, "invoked_as": node, "why": why} for n, node, why in rc.unresolved]
+        later = [u for u in unresolved if str(u["why"]).startswith("after execution")]
+        unresolved = [u for u in unresolved if u not in later]
+        lines = [f"re-ran {len(reruns)} invocation(s) (--format json gives each one's seconds): "
+                 + (", ".join(f"{x['node']} (execution {x['execution']})" for x in reruns[:6]) + (f" and {len(reruns) - 6} more" if len(reruns) > 6 else "")
+                    if reruns else "none needed")]
+        if appeared:
+            lines.append(f"{len(appeared)} row(s) a re-run wrote that the run did not (listed under 'rows that appear'); what reads them was re-run with them")
+        if later:
+            lines.append(f"not re-run: {len(later)} invocation(s) after execution {getattr(stmt, 'until', None)} "
+                         f"({', '.join(sorted({str(u['invoked_as']) for u in later}))}); their values are the graph's")
+        if unresolved:
+            lines.append("not exact: " + "; ".join(f"{u['invoked_as']} (execution {u['execution']}) not re-run: {u['why']}" for u in unresolved))
+        if rc.ambiguous:
+            lines.append(f"not exact: {len(rc.ambiguous)} value(s) a re-run wrote on rows alike in every other column, so which is which is not known")
+        res.summary += "\n" + "\n".join(lines)
+        res.extra.update({"exact": rc.exact, "reruns": reruns, "unresolved": unresolved + later, "appeared_rows": appeared})
+        tables = res.extra["_tables"]
+        if appeared:
+            tables["rows that appear"] = (appeared, ["invoked_as", "relation", "execution", "tuple"])
+        self._inexact_from = _first_inexact(None, [u["execution"] for u in unresolved + later] + ([None] if rc.ambiguous else []))
+        return res
+
+    def _deletion_result(self, stmt: ast.Statement, before: GraphIndex, ids: list[int], r: Any, *,
+                         graph_values: dict[int, Any] | None = None, rerun: set[tuple[int, str]] | None = None,
+                         updated: list[int] | None = None) -> Result:
         survivors, gone = r.surviving_output_positions, r.removed_output_positions
         out_cols = ["name", "module", "invoked_as", "execution"]
         values, conditions = [], []
@@ -619,9 +689,16 @@ class Session:
         for c, d, p in zip(r.values, described, at.tolist()):
             row = {"node": c.node, "name": d["name"], "label": c.label, "op": d["op"], "module": d["module"], "execution": d["execution"],
                    "relation": d["relation"], "column": d["column"], "tuple": d["tuple"], "before": _plain(c.before), "after": _plain(c.after)}
+            ran = (d["execution"], d.get("invoked_as") or d["module"])
+            if graph_values is not None:
+                row["graph"] = _plain(graph_values.get(c.node, c.before))
             if d["op"] == "condition":
+                if rerun is not None and ran in rerun:
+                    continue  # its invocation ran again: the rows it kept are the re-run's
                 conditions.append(row)
                 continue
+            if rerun is not None and row["after"] == "unknown" and ran in rerun and d["op"] not in _CARRIED:
+                continue  # a value inside an invocation that ran again: what it wrote is known
             if p in feeds:  # a value inside a module: named by the output or state value it feeds
                 row.update(feeds[p])
             values.append(row)
@@ -633,15 +710,17 @@ class Session:
                                             + before.column("execution", at_appeared[at_appeared >= 0]).tolist()
                                             + [None] * int((at_appeared < 0).sum()))
         appeared = [{"node": a.node, "tuple": json.dumps(a.row, default=str), "copies": a.copies} for a in r.appeared]
+        what = f"deleted {len(ids)} node(s); " if updated is None else f"updated {len(updated)} tuple(s); "
         return Result(
             str(stmt), "delete", graph=before, removed=np.flatnonzero(r.removed),
-            summary=f"deleted {len(ids)} node(s); {len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed"
+            summary=what + f"{len(r.removed_ids)} removed in all; {len(gone)} output(s) removed, {len(survivors)} survive; {len(values)} value(s) changed"
             + ("\n(? : a value the graph cannot recompute — it passes through a black box)" if unknown else "")
             + (f"\nnot exact: {len(appeared)} row(s) an anti join, outer join or subtract kept out appear (their partners are deleted); "
                "the operations after it never saw them" if appeared else ""),
-            extra={"deleted": [int(i) for i in ids], "removed": [int(i) for i in r.removed_ids], "exact": r.exact and not conditions,
+            extra={"deleted": ids, "removed": [int(i) for i in r.removed_ids], "exact": r.exact and not conditions,
+                   **({"updated": updated} if updated is not None else {}),
                    "_tables": {"removed outputs": (node_rows(before, gone), out_cols),
-                               "changed values": (values, ["name", "module", "execution", "before", "after"]),
+                               "changed values": (values, ["name", "module", "execution", "before", "after"] + (["graph"] if graph_values is not None else [])),
                                "conditions": (conditions, ["name", "module", "execution"]),
                                "surviving outputs": (node_rows(before, survivors), out_cols),
                                **({"appeared rows": (appeared, ["node", "tuple", "copies"])} if appeared else {})},
@@ -1007,7 +1086,7 @@ _DEMAND: dict[type, str] = {
     ast.ZoomOut: "none", ast.Reset: "none", ast.Checks: "none", ast.Culprits: "none", ast.ZoomIn: "zoomin",
     ast.Show: "view", ast.Ancestors: "backward", ast.Subgraph: "both", ast.Polynomial: "backward",
     ast.Evaluate: "backward", ast.Responsibility: "backward", ast.Blame: "backward", ast.Where: "backward",
-    ast.Descendants: "forward", ast.Delete: "forward_targets", ast.Depends: "on",
+    ast.Descendants: "forward", ast.Delete: "forward_targets", ast.Update: "forward", ast.Depends: "on",
 }
 
 _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
@@ -1015,6 +1094,7 @@ _HANDLERS: dict[type, Callable[[Session, Any], Result]] = {
     ast.ZoomIn: Session._zoomin,
     ast.Reset: Session._reset,
     ast.Delete: Session._delete,
+    ast.Update: Session._update,
     ast.Show: Session._show,
     ast.Ancestors: Session._ancestors,
     ast.Descendants: Session._descendants,

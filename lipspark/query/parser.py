@@ -11,7 +11,7 @@ import math
 import re
 from functools import cache
 from importlib.resources import files
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import (
@@ -37,6 +37,7 @@ from lipspark.query.ast import (
     Condition,
     DefaultRef,
     Delete,
+    Update,
     Depends,
     Descendants,
     Diff,
@@ -80,7 +81,7 @@ _FRIENDLY = {
     "NODE_ID": "a node id (an integer)",
     "$END": _END,
 }
-_STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "subgraph", "ancestors", "descendants",
+_STATEMENTS = ["zoomout", "zoomin", "reset", "delete", "update", "subgraph", "ancestors", "descendants",
                "depends", "polynomial", "evaluate", "shapley", "banzhaf", "diff", "show", "where", "culprits", "sample",
                "checks", "blame"]
 _SELECTORS = ["tuple", "input", "state", "output", "invocation", "node", "token", "value", "violations"]
@@ -303,8 +304,21 @@ class _ToAst(Transformer):
     def reset(self, meta: Meta) -> Reset:
         return Reset(pos=_pos(meta))
 
-    def delete(self, meta: Meta, targets: list[Selector]) -> Delete:
-        return Delete(tuple(targets), pos=_pos(meta))
+    def delete(self, meta: Meta, targets: list[Selector], recompute: Token | None, until: int | None) -> Delete:
+        return Delete(tuple(targets), recompute is not None, until, pos=_pos(meta))
+
+    def update(self, meta: Meta, target: Selector, *rest: Any) -> Update:
+        *items, module = rest
+        if module is not None:
+            if not isinstance(target, TupleSel) or target.module is not None or target.execution is not None:
+                raise _syntax_error(self._text, self._source, meta.line, meta.column,
+                                    f"'{module[0]} {module[1]}' after the assignments belongs to a tuple selector without a module or "
+                                    f"execution of its own; write it in the selector: update tuple R(k = v) in MODULE set c = x")
+            target = TupleSel(target.kind, target.relation, target.conditions, module[1], None, pos=target.pos, preposition=module[0])
+        return Update(target, tuple(items), pos=_pos(meta), module_last=module is not None)
+
+    def set_item(self, meta: Meta, column: str, value: LiteralValue) -> tuple[str, LiteralValue]:
+        return column, value
 
     def subgraph(self, meta: Meta, target: Selector) -> Subgraph:
         return Subgraph(target, pos=_pos(meta))

@@ -184,6 +184,8 @@ def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
     carried = 0
     for v in values:
         change = f"{shown_value(v['before'])} → {shown_value(v['after'])}"
+        if "graph" in v and shown_value(v["graph"]) != shown_value(v["after"]):  # recomputed: the graph's own answer beside it
+            change += f" (graph: {shown_value(v['graph'])})"
         if v["op"] == "output" and v["column"]:
             t = v["tuple"] or {}
             key = (v["module"], v["execution"], v["relation"], json.dumps(t, sort_keys=True, default=str))

@@ -20,10 +20,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from lipspark.workflow.execution import Executor
     from lipspark.workflow.materialize import materialize
     from lipspark.workflow.module import Module, Relation
+    from lipspark.workflow.rerun import Rerunner
     from lipspark.workflow.run import RunSummary, run
     from lipspark.workflow.workflow import Workflow
 
-__all__ = ["Check", "CheckFailed", "Executor", "Module", "Relation", "RunSummary", "Store", "Workflow", "WorkflowDefinition", "load_definition", "materialize", "run"]
+__all__ = ["Check", "CheckFailed", "Executor", "Module", "Relation", "Rerunner", "RunSummary", "Store", "Workflow", "WorkflowDefinition", "load_definition", "materialize", "run"]
 
 #: public name → the module that defines it
 _HOMES = {
@@ -31,7 +32,7 @@ _HOMES = {
     "WorkflowDefinition": "lipspark.workflow.definition", "load_definition": "lipspark.workflow.definition",
     "Executor": "lipspark.workflow.execution", "materialize": "lipspark.workflow.materialize",
     "Module": "lipspark.workflow.module", "Relation": "lipspark.workflow.module",
-    "RunSummary": "lipspark.workflow.run", "run": "lipspark.workflow.run",
+    "Rerunner": "lipspark.workflow.rerun", "RunSummary": "lipspark.workflow.run", "run": "lipspark.workflow.run",
     "Store": "lipspark.store", "Workflow": "lipspark.workflow.workflow",
 }
 

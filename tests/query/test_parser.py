@@ -518,7 +518,7 @@ def test_error_names_the_source():
         ("delete", 1, 7, ("unexpected end of the query; expected a selector (tuple, input, state, "
                          "output, invocation, node, token, value or violations)")),
         ("frobnicate x", 1, 1, ("unexpected 'frobnicate'; expected ';', a statement (zoomout, zoomin, "
-                               "reset, delete, subgraph, ancestors, descendants, depends, polynomial, "
+                               "reset, delete, update, subgraph, ancestors, descendants, depends, polynomial, "
                                "evaluate, shapley, banzhaf, diff, show, where, culprits, sample, checks or blame) or the end of the query")),
         ("show tuple Cars(CarId = )", 1, 25, ("unexpected ')'; expected a literal (a string, a number, "
                                              "true, false or null)")),
@@ -527,7 +527,7 @@ def test_error_names_the_source():
         ("show tuple Cars(CarId = 1", 1, 26, "unexpected end of the query; expected ')' or ','"),
         ("show tuple Cars @", 1, 17, ("unexpected '@'; expected '(', ';', 'execution', 'in', 'of' or "
                                      "the end of the query")),
-        ("delete tuple Cars @", 1, 19, ("unexpected '@'; expected '(', ',', ';', 'execution', 'in', 'of' "
+        ("delete tuple Cars @", 1, 19, ("unexpected '@'; expected '(', ',', ';', 'execution', 'in', 'of', 'recompute' "
                                        "or the end of the query")),
         ("show tuple Cars in", 1, 19, "unexpected end of the query; expected a name"),
         ("show node 1.5", 1, 11, "unexpected '1.5'; expected a node id (an integer)"),
