@@ -208,3 +208,19 @@ def test_compare_matches_rows_by_their_plain_columns():
     assert w.ambiguous == [3, 4] and not w.gone and not w.appeared  # two c rows, two new values: which is which is not known
     w = compare(old, [{"k": "a", "v": float("nan")}, {"k": "d", "v": 1.0}], {0, 1}, ["v"])
     assert w.gone == [1] and w.appeared == [{"k": "d", "v": 1.0}] and 0 in w.changed
+
+
+@pytest.mark.slow  # a deferred ledger run and its replays
+def test_a_deferred_store_recomputes_what_the_eager_one_does(ledger, spark, tmp_path):
+    from lipspark.cli import _open_session
+
+    root, _, _ = ledger
+    deferred = str(tmp_path / "deferred")
+    run(LEDGER, graph_dir=deferred, spark=spark, executions=2, capture="deferred")
+    run(LEDGER, graph_dir=deferred, spark=spark, executions=1, capture="deferred")
+    for q in ('update tuple Deposits(DepId = "D1-0") set Account = "Z", Amount = 7', 'delete tuple Deposits(DepId = "D2-1") recompute'):
+        eager, lazy = _open_session(root), _open_session(deferred)
+        assert lazy._demand is not None  # answered from the coarse graph, replaying what the answer reaches
+        (a,), (b,) = eager.run(q), lazy.run(q)
+        assert b.to_text() == a.to_text()
+        assert [x["node"] for x in b.extra["reruns"]] == [x["node"] for x in a.extra["reruns"]]
