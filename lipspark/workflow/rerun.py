@@ -175,7 +175,7 @@ def compare(stored: list[tuple[int, dict[str, Any]]], new: list[dict[str, Any]],
     >>> w.changed, w.gone, w.appeared
     ({0: {'v': 5}}, [1], [{'k': 'c', 'v': 0}])
     """
-    vcols = [c for c in value_columns]
+    vcols = list(value_columns)
     groups_old: dict[Any, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     for p, row in stored:
         if alive is None or p in alive:
@@ -189,8 +189,11 @@ def compare(stored: list[tuple[int, dict[str, Any]]], new: list[dict[str, Any]],
         if not news:
             out.gone += [p for p, _ in olds]
             continue
-        distinct = {tuple(_key(r[c]) for c in vcols) for r in news}
-        if len(distinct) == 1 or (len(olds) == 1 and len(news) == 1):
+        one_new = len({tuple(_key(r[c]) for c in vcols) for r in news}) == 1
+        alike_old = len({tuple(_key(r[c]) for c in vcols) for _, r in olds}) == 1
+        # which stored row became which re-run row is known when the rows are alike on each side
+        # (any pairing is the same), or when one row stands on each side
+        if one_new and (len(olds) == len(news) or alike_old):
             for p, row in olds[: len(news)]:
                 out.values[p] = {c: news[0][c] for c in vcols}
                 upd = {c: news[0][c] for c in vcols if _key(news[0][c]) != _key(row[c])}
@@ -200,8 +203,7 @@ def compare(stored: list[tuple[int, dict[str, Any]]], new: list[dict[str, Any]],
             out.appeared += news[len(olds):]
         else:  # alike but for values that differ: which stored row became which is not known
             out.ambiguous += [p for p, _ in olds]
-            if len(news) > len(olds):
-                out.appeared += news[len(olds):]
+            out.appeared += news[len(olds):]
     for rest in groups_new.values():
         out.appeared += rest
     return out
