@@ -119,6 +119,8 @@ def _what_if_column(g: GraphIndex, pos: np.ndarray, rows: list[dict[str, Any]]) 
 
 #: ops of the nodes that carry a value across a module boundary (named by their own tuple)
 _CARRIED = frozenset({"input", "state", "output"})
+#: the operations of a session's view that delete (its `_ops`)
+_DELETIONS = frozenset({"delete", "recompute"})
 #: how far :func:`_feeds` looks downstream for the output or state value a value reaches
 _FEEDS_DEPTH = 64
 
@@ -399,7 +401,9 @@ class Session:
         if how == "zoomin":
             mods = set(getattr(stmt, "modules", ()))
             return [i for i, m in pending.items() if m in mods]
-        g = self.view
+        # a recompute or update works on the captured graph, zoomed-out modules included (_recompute_base)
+        rebased = isinstance(stmt, ast.Update) or (isinstance(stmt, ast.Delete) and stmt.recompute)
+        g = self.base if rebased else self.view
         ids = np.fromiter(pending, dtype=np.int64, count=len(pending))
         at = g.lookup(ids)
         ids, at = ids[at >= 0], at[at >= 0]
@@ -418,6 +422,8 @@ class Session:
                 seeds = self._resolve(getattr(stmt, "target"))
         except QueryError:
             return []  # the statement says what is wrong with its selector
+        if rebased:
+            seeds = g.positions(self.view.ids[seeds])
         parts = [seeds]
         if how in ("backward", "both"):
             parts.append(g.ancestors(seeds, stop=stop))
@@ -534,7 +540,7 @@ class Session:
             for m, rec in self.view.zoom.items():
                 if rec.hides(self.base.ids[found]):
                     why.append(f"hidden by zoomout {m} (zoomin {m} to see it)")
-            if any(op == "delete" for op, _ in self._ops):
+            if any(op in _DELETIONS for op, _ in self._ops):
                 why.append(("or " if why else "") + "removed by an earlier delete (reset to start over)")
             raise QueryError(f"{sel}: the captured graph has {len(found)} matching node(s) but this view does not: " + "; ".join(why or ["not in this view"])) from None
 
@@ -570,7 +576,7 @@ class Session:
             if m not in self.view.zoom:
                 raise QueryError(f"{stmt} (line {stmt.pos.line}): module {m!r} is not zoomed out in this view (zoomed out: {', '.join(self.view.zoom) or 'none'})")
         first = min(i for i, (op, arg) in enumerate(self._ops) if op == "zoomout" and mods & set(arg))
-        if not any(op == "delete" for op, _ in self._ops[first:]):
+        if not any(op in _DELETIONS for op, _ in self._ops[first:]):
             self.view = zoom_in(self.view, stmt.modules)
             self._ops.append(("zoomin", tuple(stmt.modules)))
         else:  # a deletion ran on the zoomed view: redo it on the finer view
@@ -618,7 +624,8 @@ class Session:
         ids = self.view.ids[pos]
         before = self.view
         if stmt.recompute:
-            rc = recompute(before, ids, check_rerunner(self.rerunner, "delete … recompute"), until=stmt.until)
+            base = self._recompute_base(stmt, check_rerunner(self.rerunner, "delete … recompute"))
+            rc = recompute(base, ids, check_rerunner(self.rerunner, "delete … recompute"), until=stmt.until)
             return self._recomputed(stmt, before, [int(i) for i in ids], rc)
         r = delete(before, ids)
         self._pending = lambda: r.view
@@ -632,24 +639,36 @@ class Session:
             raise QueryError(f"{stmt} (line {stmt.pos.line}): update changes base tuples: select them with tuple R(…) [in MODULE], not {target}")
         tokens = before.ids[before.by_id(self._resolve(target))]
         rerunner = check_rerunner(self.rerunner, "update")
+        base = self._recompute_base(stmt, rerunner)
         updates: dict[tuple[int, str], dict[str, dict[int, dict[str, Any]]]] = {}
         for t in tokens.tolist():
-            for n, node, rel, p in readers(before, int(t)):
+            for n, node, rel, p in readers(base, int(t)):
                 updates.setdefault((n, node), {}).setdefault(rel, {})[p] = dict(stmt.assignments)
         if not updates:
             raise QueryError(f"{stmt} (line {stmt.pos.line}): no invocation read the selected tuple(s), so no value changes")
-        rc = recompute(before, [], rerunner, updates=updates)
+        rc = recompute(base, [], rerunner, updates=updates)
         return self._recomputed(stmt, before, [], rc, updated=[int(t) for t in tokens.tolist()])
+
+    def _recompute_base(self, stmt: ast.Statement, rerunner: Rerunner) -> GraphIndex:
+        """The graph a recompute or update works on: the captured one, whatever is zoomed out (a
+        zoomed-out invocation ran all the same, and may need to run again), after no deletion."""
+        if any(op in _DELETIONS for op, _ in self._ops):
+            raise QueryError(f"{stmt} (line {stmt.pos.line}): re-runs start from the captured graph, and this view holds an "
+                             "earlier delete or update; reset first, or name every tuple in one delete … recompute")
+        return self.base
 
     def _recomputed(self, stmt: ast.Statement, before: GraphIndex, ids: list[int], rc: Recomputed, *,
                     updated: list[int] | None = None) -> Result:
-        """The answer of a what-if whose unknown values were found by re-running (:func:`recompute`)."""
-        r = rc.result
-        self._pending = lambda: r.view
+        """The answer of a what-if whose unknown values were found by re-running (:func:`recompute`,
+        on the captured graph), shown on the view ``before`` (zooms included)."""
         seeds = tuple(ids) + tuple(rc.deleted)
-        self._ops.append(("recompute", (seeds, tuple(rc.known.items()))))
+        known = dict(rc.known)
+        r = rc.result if before is rc.result.graph else delete(before, [i for i in seeds if before.contains(i)], known=known)
+        self._pending = lambda: r.view
+        self._ops.append(("recompute", (seeds, tuple(known.items()))))
         # the graph's own answer beside the recomputed one (an update has none: the graph holds no new value)
-        graph_values = {c.node: c.after for c in rc.graph.values} if updated is None else None
+        graph = rc.graph if before is rc.graph.graph else delete(before, ids)
+        graph_values = {c.node: c.after for c in graph.values} if updated is None else None
         res = self._deletion_result(stmt, before, ids, r, graph_values=graph_values, rerun={(x.execution, x.node) for x in rc.reruns},
                                     updated=updated)
         reruns = [{"execution": x.execution, "node": x.node, "seconds": round(x.seconds, 3)} for x in rc.reruns]
@@ -784,7 +803,7 @@ class Session:
 
         store = self._store(str(stmt))
         found = select(store, stmt.check, stmt.module, stmt.execution, what=str(stmt))
-        deleted = any(op == "delete" for op, _ in self._ops)
+        deleted = any(op in _DELETIONS for op, _ in self._ops)
         rows: list[dict[str, Any]] = []
         for n, r in found:
             row: dict[str, Any] = {"execution": n, "node": r.node, "relation": r.relation, "check": r.name, "on": r.kind, "level": r.level,
