@@ -59,6 +59,7 @@ class Rerunner(Protocol):
 
     def rerun(self, execution: int, node: str, *, removed: Sequence[int] = (),
               values: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
+              given: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
               appended: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
               value_columns: Mapping[str, Sequence[str]] | None = None) -> Any:
         """Re-run one invocation; the result has ``known``, ``gone``, ``ambiguous``,
@@ -163,7 +164,7 @@ def recompute(g: GraphIndex, nodes: Iterable[int], rerunner: Rerunner, *,
         if blocked:
             out.unresolved.append((n, node, f"{len(blocked)} value(s) it reads are unknown"))
             continue
-        vals = {rn: {p: dict(c) for p, c in rows.items()} for rn, rows in values_in.get(key, {}).items()}
+        vals: dict[str, dict[int, dict[str, Any]]] = {}
         for p, rn, cn in zip(reads_v.tolist(), rel[np.isin(kinds, ["i", "s"]) & is_v].tolist(), col[np.isin(kinds, ["i", "s"]) & is_v].tolist()):
             i = int(g.ids[p])
             if i in changes:
@@ -173,7 +174,7 @@ def recompute(g: GraphIndex, nodes: Iterable[int], rerunner: Rerunner, *,
         for rn, cn in set(zip(rel[writes_v].tolist(), col[writes_v].tolist())):
             value_columns[str(rn)].append(str(cn))
         res = rerunner.rerun(n, node, removed=[int(i) for i in g.ids[mine[r.removed[mine]]].tolist()], values=vals,
-                             appended={k: list(v) for k, v in appended.get(key, {}).items()}, value_columns=dict(value_columns))
+                             given={rn: dict(rows) for rn, rows in values_in.get(key, {}).items()}, appended={k: list(v) for k, v in appended.get(key, {}).items()}, value_columns=dict(value_columns))
         out.reruns.append(res)
         out.known.update(res.known)
         out.deleted += [i for i in res.gone if g.contains(i)]

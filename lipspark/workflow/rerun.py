@@ -93,9 +93,16 @@ def written_dir(store: Store, n: int, node: str, rname: str, state: bool) -> str
     return _dir(store.executions[n - 1]["outputs"][node][rname])
 
 
-def _frame(spark: Any, store: Store, rel_dir: str, drop: Collection[int], values: Mapping[int, Mapping[str, Any]]) -> Any:
+def _frame(spark: Any, store: Store, rel_dir: str, drop: Collection[int], values: Mapping[int, Mapping[str, Any]],
+           given: Mapping[int, Mapping[str, Any]] | None = None) -> Any:
     """The relation stored at ``rel_dir`` without the rows at positions ``drop``, with
-    ``values`` (position → column → value) put in; its visible columns, in order."""
+    ``values`` (position → column → value) put in, and ``given`` (the same, values a user gave:
+    each must be of its column's type); its visible columns, in order."""
+    if given:
+        merged = {p: dict(cols) for p, cols in values.items()}
+        for p, cols in given.items():
+            merged.setdefault(p, {}).update(cols)
+        values = merged
     from pyspark.sql import functions as F
 
     from lipspark.workflow.relations import position_col, read_stored, stored_files
@@ -112,15 +119,33 @@ def _frame(spark: Any, store: Store, rel_dir: str, drop: Collection[int], values
     for p, cols in values.items():
         for c, v in cols.items():
             by_col[c][int(p)] = v
-    types = {f.name: f.dataType for f in df.schema.fields}
+    types = {f.name: f.dataType for f in df.schema.fields if f.name != _POS}
     for c, new in by_col.items():
         if c not in types:
-            raise StoreError(f"{rel_dir} has no column {c!r}")
+            raise StoreError(f"relation {os.path.basename(rel_dir)} has no column {c!r}; its columns: {', '.join(types)}")
+        for p, v in new.items():
+            if given and c in given.get(p, {}):
+                _check_value(os.path.basename(rel_dir), c, types[c], v)
         expr = F.col(c)
         for p, v in new.items():  # a what-if changes few values of a relation
             expr = F.when(F.col(_POS) == p, F.lit(v).cast(types[c])).otherwise(expr)
         df = df.withColumn(c, expr)
     return df.select(*visible)
+
+
+def _check_value(relation: str, column: str, dtype: Any, v: Any) -> None:
+    """A value given for a column must be of its kind (a number for a numeric column, a string
+    for a string one, true or false for a boolean; null for any): Spark would cast it otherwise."""
+    from pyspark.sql import types as T
+
+    if v is None:
+        return
+    numeric = isinstance(dtype, T.NumericType) and isinstance(v, (int, float)) and not isinstance(v, bool)
+    if isinstance(dtype, (T.IntegralType,)) and isinstance(v, float) and not v.is_integer():
+        numeric = False
+    ok = numeric or (isinstance(dtype, T.StringType) and isinstance(v, str)) or (isinstance(dtype, T.BooleanType) and isinstance(v, bool))
+    if not ok:
+        raise StoreError(f"column {column} of {relation} is {dtype.simpleString()}: {v!r} is not one; give a value of that type")
 
 
 def stored_rows(store: Store, rel_dir: str, columns: Sequence[str] | None = None) -> list[tuple[int, dict[str, Any]]]:
@@ -212,12 +237,14 @@ def compare(stored: list[tuple[int, dict[str, Any]]], new: list[dict[str, Any]],
 def rerun_invocation(store: Store, n: int, node: str, *, spark: Any, workflow: Any,
                      drop: Mapping[str, Collection[int]] | None = None,
                      values: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
+                     given: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
                      appended: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
                      alive: Mapping[str, set[int]] | None = None,
                      value_columns: Mapping[str, Sequence[str]] | None = None) -> dict[str, Written]:
     """Re-run node ``node`` of execution ``n`` of ``store`` plainly: what it reads without the
     rows at the stored positions ``drop[relation]``, with ``values[relation][position]`` put in
-    and the rows ``appended[relation]`` added; compare what it writes with what the run stored
+    (and ``given``'s, values a user gave, checked against their columns' types) and the rows
+    ``appended[relation]`` added; compare what it writes with what the run stored
     (``alive[relation]``: the stored positions still there, all by default;
     ``value_columns[relation]``: the columns with value nodes, which rows are not matched by)."""
     from lipspark.workflow.relations import check_schema
@@ -226,7 +253,7 @@ def rerun_invocation(store: Store, n: int, node: str, *, spark: Any, workflow: A
         raise StoreError(f"the store at {store.root} has executions 1..{len(store.executions)}, not {n}")
     if node not in workflow.nodes:
         raise StoreError(f"workflow {store.meta['workflow']!r} has no node {node!r}; its nodes: {', '.join(workflow.nodes)}")
-    drop, values, appended = drop or {}, values or {}, appended or {}
+    drop, values, given, appended = drop or {}, values or {}, given or {}, appended or {}
     alive, value_columns = alive or {}, value_columns or {}
     module = workflow.modules[workflow.nodes[node].module]
     frames: dict[str, Any] = {}
@@ -235,7 +262,8 @@ def rerun_invocation(store: Store, n: int, node: str, *, spark: Any, workflow: A
         if rname in missing:
             df = spark.createDataFrame([], module.relation(rname).ddl)
         else:
-            df = _frame(spark, store, read_dir(store, n, node, rname, workflow), drop.get(rname, ()), values.get(rname, {}))
+            df = _frame(spark, store, read_dir(store, n, node, rname, workflow), drop.get(rname, ()), values.get(rname, {}),
+                        given.get(rname))
         if appended.get(rname):
             df = df.unionByName(spark.createDataFrame([tuple(r[c] for c in df.columns) for r in appended[rname]], df.schema))
         frames[rname] = df
@@ -348,11 +376,13 @@ class Rerunner:
 
     def rerun(self, execution: int, node: str, *, removed: Collection[int] = (),
               values: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
+              given: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
               appended: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
               value_columns: Mapping[str, Sequence[str]] | None = None) -> Rerun:
         """Re-run node ``node`` of execution ``execution``: ``removed``, the ids of the graph's
         nodes of this invocation that a deletion removed (rows it read, rows it wrote);
         ``values``, relation → stored position → column → the value it reads there now;
+        ``given``, the same for values a user gave (an update: checked against the column's type);
         ``appended``, relation → rows it reads besides the stored ones; ``value_columns``,
         relation → the columns of what it writes that have value nodes."""
         from lipspark.vocabulary.ids import LOW_MASK, positional, segment_of
@@ -378,7 +408,7 @@ class Rerunner:
                 gone = at(blk.write(r))
                 alive[r] = {p for p, _ in stored_rows(self.store, d, columns=[])} - gone
         written = rerun_invocation(self.store, execution, node, spark=self.spark, workflow=wf, drop=drop, values=values,
-                                   appended=appended, alive=alive, value_columns=value_columns)
+                                   given=given, appended=appended, alive=alive, value_columns=value_columns)
         known: dict[int, Any] = {}
         gone_ids: list[int] = []
         ambiguous: list[int] = []

@@ -245,3 +245,13 @@ def test_a_deferred_store_recomputes_what_the_eager_one_does(ledger, spark, tmp_
         a, b = eager.run(q)[-1], lazy.run(q)[-1]
         assert b.to_text() == a.to_text()
         assert [x["node"] for x in b.extra["reruns"]] == [x["node"] for x in a.extra["reruns"]]
+
+
+def test_an_update_names_a_wrong_column_or_value_in_one_line(ledger):
+    _, graph, rerunner = ledger
+    for q, msg in (('update tuple Deposits(DepId = "D1-0") set Amont = 5', r"relation Deposits has no column 'Amont'; its columns: DepId, Account, Amount"),
+                   ('update tuple Deposits(DepId = "D1-0") set Amount = "lots"', r"column Amount of Deposits is bigint: 'lots' is not one"),
+                   ('update tuple Deposits(DepId = "D1-0") set Amount = 2.5', r"is bigint: 2.5 is not one")):
+        with pytest.raises(StoreError, match=msg) as err:
+            Session(graph, rerun=rerunner).run(q)
+        assert "\n" not in str(err.value)
