@@ -116,7 +116,7 @@ def _updates(g: GraphIndex, dep: str, sets: dict[str, Any]) -> dict[tuple[int, s
 
 
 @pytest.mark.slow  # a full ledger re-run per example
-@settings(max_examples=4, deadline=None, database=None)
+@settings(max_examples=3, deadline=None, database=None)
 @given(dep=st.sampled_from(["D1-0", "D2-1", "D3-0", "D0-0"]), amount=st.integers(-50, 500), account=st.sampled_from(["A", "B", "C", "Z"]))
 def test_updates_agree_with_a_full_re_run(ledger, spark, tmp_path_factory, dep, amount, account):
     root, graph, rerunner = ledger
@@ -238,8 +238,7 @@ def test_a_deferred_store_recomputes_what_the_eager_one_does(ledger, spark, tmp_
     deferred = str(tmp_path / "deferred")
     run(LEDGER, graph_dir=deferred, spark=spark, executions=2, capture="deferred")
     run(LEDGER, graph_dir=deferred, spark=spark, executions=1, capture="deferred")
-    for q in ('update tuple Deposits(DepId = "D1-0") set Account = "Z", Amount = 7', 'delete tuple Deposits(DepId = "D2-1") recompute',
-              'zoomout ledger; update tuple Deposits(DepId = "D2-0") set Amount = 1'):
+    for q in ('update tuple Deposits(DepId = "D1-0") set Account = "Z", Amount = 7', 'zoomout ledger; update tuple Deposits(DepId = "D2-0") set Amount = 1'):
         eager, lazy = _open_session(root), _open_session(deferred)
         assert lazy._demand is not None  # answered from the coarse graph, replaying what the answer reaches
         a, b = eager.run(q)[-1], lazy.run(q)[-1]
