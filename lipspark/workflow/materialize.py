@@ -135,6 +135,11 @@ def _replayable_definition(store: Store) -> Any:
     return definition
 
 
+def store_workflow(store: Store) -> Any:
+    """The workflow a store ran, built again from its definition file and parameters."""
+    return _replayable_definition(store).build(store.meta["params"])
+
+
 def _stored_initial_state(store: Store) -> dict[str, dict[str, Any]]:
     from lipspark.workflow.relations import StoredRelation, descriptor
 

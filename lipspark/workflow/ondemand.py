@@ -135,9 +135,9 @@ class DeferredGraph:
         """The store's workflow, built from its definition (loaded when a replay or the coarse
         graph's first making needs it: a definition imports pyspark)."""
         if self._workflow is None:
-            from lipspark.workflow.materialize import _replayable_definition
+            from lipspark.workflow.materialize import store_workflow
 
-            self._workflow = _replayable_definition(self.store).build(self.store.meta["params"])
+            self._workflow = store_workflow(self.store)
         return self._workflow
 
     # ------------------------------------------------------------------ what is there

@@ -59,14 +59,14 @@ def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: An
     ``target/graph`` (:meth:`~lipspark.capture.builder.GraphBuilder.write`), and return them as
     read back from it.
     """
-    from lipspark.workflow.materialize import _fingerprints, _replayable_definition
+    from lipspark.workflow.materialize import store_workflow
 
     if store.capture != "deferred":
         raise StoreError(f"the store at {store.root} captured its provenance {store.capture or 'never'}; only a deferred store's invocations are replayed")
     if not 1 <= n <= len(store.executions):
         raise StoreError(f"the store at {store.root} has executions 1..{len(store.executions)}, not {n}")
     if workflow is None:
-        workflow = _replayable_definition(store).build(store.meta["params"])
+        workflow = store_workflow(store)
     rec = store.executions[n - 1]
     if node not in workflow.nodes:
         raise StoreError(f"workflow {store.meta['workflow']!r} has no node {node!r}; its nodes: {', '.join(workflow.nodes)}")

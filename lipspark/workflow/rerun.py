@@ -327,9 +327,9 @@ class Rerunner:
     @property
     def workflow(self) -> Any:
         if self._workflow is None:
-            from lipspark.workflow.materialize import _replayable_definition
+            from lipspark.workflow.materialize import store_workflow
 
-            self._workflow = _replayable_definition(self.store).build(self.store.meta["params"])
+            self._workflow = store_workflow(self.store)
         return self._workflow
 
     @property

@@ -8,8 +8,6 @@ update of a deposit re-runs what read it) and on the car dealership (the calcBid
 """
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
 from typing import Any
 
@@ -21,15 +19,15 @@ from pyspark.sql import functions as F
 from lipspark.errors import QueryError, StoreError
 from lipspark.graph.index import GraphIndex
 from lipspark.query import Session
-from lipspark.query.ast import NodeSel, ValueSel
+from lipspark.query.ast import Condition, TupleSel
 from lipspark.query.deletion import UNKNOWN
-from lipspark.query.recompute import recompute
+from lipspark.query.recompute import readers, recompute
 from lipspark.query.selector import resolve
 from lipspark.workflow import Store, WorkflowDefinition, run
 from lipspark.workflow.definition import load_definition
 from lipspark.workflow.rerun import Rerunner, compare
 from tests.conftest import CAR_PARAMS
-from tests.query.test_replay import CARS, LEDGER, _canon, definition_module, rerun_outputs, without
+from tests.query.test_replay import CARS, LEDGER, _canon, definition_module, predicted_outputs, rerun_outputs, without
 
 
 def changed(definition: WorkflowDefinition, relation: str, key: str, value: Any, sets: dict[str, Any]) -> WorkflowDefinition:
@@ -54,21 +52,8 @@ def predicted(store: Store, before: GraphIndex, rc: Any) -> Counter:
     """Every output relation's rows as the recompute says: the surviving output tuples with
     their values after it, and the rows re-runs wrote that the run did not. Fails on a value
     left unknown."""
-    values = {c.node: c.after for c in rc.result.values}
-    out: Counter = Counter()
-    for pos in before.positions(rc.result.surviving_outputs).tolist():
-        a = before.attrs(pos)
-        row = json.loads(a["tuple"])
-        for col in list(row):
-            try:
-                (vpos,) = resolve(before, ValueSel(col, NodeSel(int(a["id"]))))
-            except QueryError:
-                continue
-            vid = int(before.ids[vpos])
-            if vid in values:
-                assert values[vid] is not UNKNOWN, f"{col} of {row} left unknown"
-                row[col] = values[vid]
-        out[(a["execution"], a["relation"], tuple(sorted((k, _canon(v)) for k, v in row.items())))] += 1
+    out, unknown = predicted_outputs(before, rc.result)
+    assert not unknown, f"left unknown: {sorted(unknown)[:3]}"
     for n, node, rel, row in rc.appeared:
         if rel in store.executions[n - 1]["outputs"].get(node, {}):
             out[(n, rel, tuple(sorted((k, _canon(v)) for k, v in row.items())))] += 1
@@ -96,7 +81,7 @@ def test_an_update_re_runs_its_readers_and_matches_a_full_re_run(ledger, spark, 
     before = s.view
     (r,) = s.run('update tuple Deposits(DepId = "D1-0") set Amount = 500')
     assert r.extra["exact"] and r.extra["reruns"][0] == {"execution": 1, "node": "intake", "seconds": r.extra["reruns"][0]["seconds"]}
-    rc = recompute(before, [], rerunner, updates=_updates(before, "D1-0", {"Amount": 500}))
+    rc = recompute(before, [], rerunner, updates=_updates(before, "Deposits", "DepId", "D1-0", {"Amount": 500}))
     full = str(tmp_path / "full")
     run(changed(load_definition(LEDGER), "Deposits", "DepId", "D1-0", {"Amount": 500}), graph_dir=full, spark=spark, executions=3,
         provenance=False)
@@ -104,11 +89,10 @@ def test_an_update_re_runs_its_readers_and_matches_a_full_re_run(ledger, spark, 
     assert s.run("reset")[0].summary.startswith("back to the captured graph")
 
 
-def _updates(g: GraphIndex, dep: str, sets: dict[str, Any]) -> dict[tuple[int, str], dict[str, dict[int, dict[str, Any]]]]:
-    from lipspark.query.ast import Condition, TupleSel
-    from lipspark.query.recompute import readers
-
-    (tok,) = g.ids[resolve(g, TupleSel("tuple", "Deposits", (Condition("DepId", "=", dep),)))].tolist()
+def _updates(g: GraphIndex, relation: str, key: str, value: Any, sets: dict[str, Any], module: str | None = None) -> Any:
+    """What an update statement gives recompute: the new values where each reader of the tuple
+    ``relation.key == value`` reads it."""
+    (tok,) = g.ids[resolve(g, TupleSel("tuple", relation, (Condition(key, "=", value),), module))].tolist()
     out: dict[tuple[int, str], dict[str, dict[int, dict[str, Any]]]] = {}
     for n, node, rel, p in readers(g, int(tok)):
         out.setdefault((n, node), {}).setdefault(rel, {})[p] = dict(sets)
@@ -121,15 +105,8 @@ def _updates(g: GraphIndex, dep: str, sets: dict[str, Any]) -> dict[tuple[int, s
 def test_updates_agree_with_a_full_re_run(ledger, spark, tmp_path_factory, dep, amount, account):
     root, graph, rerunner = ledger
     relation = "Seen" if dep == "D0-0" else "Deposits"
-    from lipspark.query.ast import Condition, TupleSel
-    from lipspark.query.recompute import readers
-
-    (tok,) = graph.ids[resolve(graph, TupleSel("tuple", relation, (Condition("DepId", "=", dep),)))].tolist()
     sets = {"Amount": amount, "Account": account}
-    updates: dict[tuple[int, str], dict[str, dict[int, dict[str, Any]]]] = {}
-    for n, node, rel, p in readers(graph, int(tok)):
-        updates.setdefault((n, node), {}).setdefault(rel, {})[p] = dict(sets)
-    rc = recompute(graph, [], rerunner, updates=updates)
+    rc = recompute(graph, [], rerunner, updates=_updates(graph, relation, "DepId", dep, sets))
     assert rc.exact
     full = str(tmp_path_factory.mktemp("full") / "run")
     run(changed(load_definition(LEDGER), relation, "DepId", dep, sets), graph_dir=full, spark=spark, executions=3, provenance=False)
@@ -158,22 +135,11 @@ def test_car_dealership_recompute_matches_a_full_re_run(spark, car_runs, tmp_pat
     assert predicted(store, graph, rc) == rerun_outputs(spark, full)
     # the same car of another model: a value what-if
     other = next(m for m in sorted(definition_module(definition).MODELS) if m != model)
-    rc = recompute(graph, [], rerunner, updates=_car_updates(graph, car, {"Model": other}))
+    rc = recompute(graph, [], rerunner, updates=_updates(graph, "Cars", "CarId", car, {"Model": other}, "dealer1"))
     assert rc.exact
     full = str(tmp_path / "changed")
     run(changed(definition, "Cars", "CarId", car, {"Model": other}), graph_dir=full, spark=spark, params=params, provenance=False)
     assert predicted(store, graph, rc) == rerun_outputs(spark, full)
-
-
-def _car_updates(g: GraphIndex, car: str, sets: dict[str, Any]) -> Any:
-    from lipspark.query.ast import Condition, TupleSel
-    from lipspark.query.recompute import readers
-
-    (tok,) = g.ids[resolve(g, TupleSel("tuple", "Cars", (Condition("CarId", "=", car),), "dealer1"))].tolist()
-    out: dict[tuple[int, str], dict[str, dict[int, dict[str, Any]]]] = {}
-    for n, node, rel, p in readers(g, int(tok)):
-        out.setdefault((n, node), {}).setdefault(rel, {})[p] = dict(sets)
-    return out
 
 
 def test_a_zoomed_out_module_is_re_run_all_the_same(ledger):
