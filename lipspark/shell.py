@@ -274,6 +274,11 @@ def complete(line: str, names: Names) -> list[str]:
             return _keywords(w, ("execution",))
         if lowered.count("execution") == 2:
             return _keywords(w, ("on",)) if "on" not in lowered else []
+    if head == "update" and "set" in lowered:  # update tuple REL(…) [in M] set COLUMN = VALUE, ... [in M]
+        rel = _name(stmt[2]) if len(stmt) > 2 else ""
+        return _names(w, names.columns.get(rel, ())) if p in ("set", ",") else _keywords(w, ("in",)) if p not in _OPERATORS else []
+    if p == "update":
+        return _keywords(w, ("tuple",))
     if p in ("delete", "subgraph", "ancestors", "descendants", "show", "polynomial", "on", "shapley", "banzhaf") or (head == "evaluate" and len(stmt) == 2):
         return _keywords(w, _SELECTORS)
     if head in ("shapley", "banzhaf") and (p == "over" or (p == "," and "over" in lowered and "given" not in lowered)):
@@ -295,6 +300,10 @@ def complete(line: str, names: Names) -> list[str]:
         follow += ["given", "without", "samples", "seed"]
     if head in ("shapley", "banzhaf"):
         follow += ["over", "given", "samples", "seed"]
+    if head == "delete" and "recompute" not in lowered:
+        follow.append("recompute")
+    if head == "update":
+        follow.append("set")
     return _keywords(w, follow)
 
 
