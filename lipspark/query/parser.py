@@ -127,7 +127,7 @@ def parse(text: str, source: str = "<query>") -> list[Statement]:
     [ZoomOut(modules=('dealer1', 'dealer2')),
      Delete(targets=(TupleSel(kind='tuple', relation='Cars',
                               conditions=(Condition(column='CarId', op='=', value='C2'),),
-                              module='dealer1', execution=None),))]
+                              module='dealer1', execution=None),), recompute=False, until=None)]
     >>> stmts[1].targets[0].pos
     Pos(line=1, column=34)
     >>> print(stmts[1])
