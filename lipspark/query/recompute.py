@@ -146,7 +146,8 @@ def recompute(g: GraphIndex, nodes: Iterable[int], rerunner: Rerunner, *,
         n, node = key = min(cands, key=lambda k: rerunner.rank(*k))
         done.add(key)
         if until is not None and n > until:
-            out.unresolved += [(k[0], k[1], f"after execution {until}, not asked to recompute") for k in sorted(cands, key=lambda k: rerunner.rank(*k))]
+            out.unresolved += [(k[0], k[1], f"after execution {until}, not asked to recompute")
+                               for k in sorted(cands, key=lambda k: rerunner.rank(*k))]
             done |= cands
             continue
         inv_id = rerunner.invocation_id(n, node)
@@ -156,25 +157,25 @@ def recompute(g: GraphIndex, nodes: Iterable[int], rerunner: Rerunner, *,
             continue
         kinds = np.asarray([g.type(int(p)) for p in mine.tolist()])
         is_v = np.asarray(g.is_v[mine], dtype=bool)
-        rel = g.column("relation", mine)
-        col = g.column("column", mine)
+        rel, col = g.column("relation", mine), g.column("column", mine)
+        reads = np.isin(kinds, ["i", "s"]) & is_v  # the values it reads (input and state v-nodes)
+        writes = np.isin(kinds, ["o", ""]) & is_v & np.asarray([x is not None for x in rel.tolist()])  # the values it writes
         changes = {c.node: c.after for c in r.values}
-        reads_v = mine[np.isin(kinds, ["i", "s"]) & is_v]
-        blocked = [int(i) for i in g.ids[reads_v].tolist() if changes.get(int(i), None) is UNKNOWN]
-        if blocked:
-            out.unresolved.append((n, node, f"{len(blocked)} value(s) it reads are unknown"))
-            continue
         vals: dict[str, dict[int, dict[str, Any]]] = {}
-        for p, rn, cn in zip(reads_v.tolist(), rel[np.isin(kinds, ["i", "s"]) & is_v].tolist(), col[np.isin(kinds, ["i", "s"]) & is_v].tolist()):
-            i = int(g.ids[p])
-            if i in changes:
-                vals.setdefault(str(rn), {}).setdefault(i & LOW_MASK, {})[str(cn)] = changes[i]
-        writes_v = np.isin(kinds, ["o", ""]) & is_v & np.asarray([x is not None for x in rel.tolist()])
+        blocked = 0
+        for i, rn, cn in zip(g.ids[mine[reads]].tolist(), rel[reads].tolist(), col[reads].tolist()):
+            if int(i) in changes:
+                blocked += changes[int(i)] is UNKNOWN
+                vals.setdefault(str(rn), {}).setdefault(int(i) & LOW_MASK, {})[str(cn)] = changes[int(i)]
+        if blocked:
+            out.unresolved.append((n, node, f"{blocked} value(s) it reads are unknown"))
+            continue
         value_columns: dict[str, list[str]] = defaultdict(list)
-        for rn, cn in set(zip(rel[writes_v].tolist(), col[writes_v].tolist())):
+        for rn, cn in sorted(set(zip(rel[writes].tolist(), col[writes].tolist()))):
             value_columns[str(rn)].append(str(cn))
         res = rerunner.rerun(n, node, removed=[int(i) for i in g.ids[mine[r.removed[mine]]].tolist()], values=vals,
-                             given={rn: dict(rows) for rn, rows in values_in.get(key, {}).items()}, appended={k: list(v) for k, v in appended.get(key, {}).items()}, value_columns=dict(value_columns))
+                             given={rn: dict(rows) for rn, rows in values_in.get(key, {}).items()},
+                             appended={k: list(v) for k, v in appended.get(key, {}).items()}, value_columns=dict(value_columns))
         out.reruns.append(res)
         out.known.update(res.known)
         out.deleted += [i for i in res.gone if g.contains(i)]
@@ -184,8 +185,8 @@ def recompute(g: GraphIndex, nodes: Iterable[int], rerunner: Rerunner, *,
             for c in rerunner.consumers(n, node, rname):
                 appended[c][rname] += rows
                 must.add(c)
-        known = {i: v for i, v in out.known.items() if i not in set(out.ambiguous)}
-        r = delete(g, seeds + out.deleted, known=known)
+        unclear = set(out.ambiguous)
+        r = delete(g, seeds + out.deleted, known={i: v for i, v in out.known.items() if i not in unclear})
     out.result = r
     return out
 
