@@ -323,6 +323,23 @@ def _materialized(path: str) -> None:
         materialize(store, progress=sys.stderr.isatty())
 
 
+def _rerunner(path: str) -> Any:
+    """What re-runs the invocations of the store at ``path`` for ``delete … recompute`` and
+    ``update`` (Spark starts when one runs); None for a graph directory, or a store it cannot
+    serve (no execution, state rows kept as their writers' nodes, no definition file recorded)."""
+    import os
+
+    if not os.path.exists(os.path.join(path, "store.json")):
+        return None
+    from lipspark.store import Store
+    from lipspark.workflow.rerun import Rerunner
+
+    store = Store.open(path)
+    if store.executions and store.state_scheme == "state" and store.meta.get("definition"):
+        return Rerunner(store)
+    return None
+
+
 def _open_session(path: str) -> Any:
     """A query session on the graph at ``path``. A deferred store not replayed whole answers
     from its coarse graph and replays the invocations each answer reaches into
@@ -332,14 +349,11 @@ def _open_session(path: str) -> Any:
 
     from lipspark.query.engine import Session
 
-    rerun = None
+    rerun = _rerunner(path)
     if os.path.exists(os.path.join(path, "store.json")):
         from lipspark.store import Store
-        from lipspark.workflow.rerun import Rerunner
 
-        store = Store.open(path)
-        if store.executions and store.state_scheme == "state" and store.meta.get("definition"):
-            rerun = Rerunner(store)  # delete … recompute and update re-run invocations (Spark starts then)
+        store = rerun.store if rerun is not None else Store.open(path)
         if store.capture == "deferred" and store.state_scheme == "state":
             from lipspark.workflow.materialize import _replayed_all
 
@@ -416,7 +430,7 @@ def _session(args: Any) -> tuple[Any, list[Any]]:
     if not os.path.isdir(args.graph):
         raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
     _materialized(args.graph)
-    session = Session(args.graph)
+    session = Session(args.graph, rerun=_rerunner(args.graph))
     return session, [session.execute(stmt) for stmt in statements]
 
 

@@ -743,7 +743,8 @@ class Session:
                                "conditions": (conditions, ["name", "module", "execution"]),
                                "surviving outputs": (node_rows(before, survivors), out_cols),
                                **({"appeared rows": (appeared, ["node", "tuple", "copies"])} if appeared else {})},
-                   "_changed": changed_by_tuple(values + conditions)},
+                   "_changed": changed_by_tuple(values + conditions),
+                   "_deletion": r},  # what a drawing of this answer shows (a recompute's values included)
         )
 
     # ------------------------------------------------------------------ reading statements

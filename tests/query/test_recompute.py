@@ -220,3 +220,14 @@ def test_an_update_names_a_wrong_column_or_value_in_one_line(ledger):
         with pytest.raises(StoreError, match=msg) as err:
             Session(graph, rerun=rerunner).run(q)
         assert "\n" not in str(err.value)
+
+
+def test_a_drawing_of_a_recompute_shows_its_values(ledger):
+    """The drawing of an answer and its text give one answer: the values the re-runs told."""
+    from lipspark.viz.render import _changes
+
+    _, graph, rerunner = ledger
+    (r,) = Session(graph, rerun=rerunner).run('update tuple Deposits(DepId = "D1-0") set Amount = 500')
+    drawn = _changes(r)
+    listed = {row["node"]: row["after"] for row in r.to_dict()["changed_values"]}
+    assert listed and all(drawn[n][1] == v for n, v in listed.items())
