@@ -624,8 +624,8 @@ class Session:
         ids = self.view.ids[pos]
         before = self.view
         if stmt.recompute:
-            base = self._recompute_base(stmt, check_rerunner(self.rerunner, "delete … recompute"))
-            rc = recompute(base, ids, check_rerunner(self.rerunner, "delete … recompute"), until=stmt.until)
+            rerunner = check_rerunner(self.rerunner, "delete … recompute")
+            rc = recompute(self._recompute_base(stmt), ids, rerunner, until=stmt.until)
             return self._recomputed(stmt, before, [int(i) for i in ids], rc)
         r = delete(before, ids)
         self._pending = lambda: r.view
@@ -639,7 +639,7 @@ class Session:
             raise QueryError(f"{stmt} (line {stmt.pos.line}): update changes base tuples: select them with tuple R(…) [in MODULE], not {target}")
         tokens = before.ids[before.by_id(self._resolve(target))]
         rerunner = check_rerunner(self.rerunner, "update")
-        base = self._recompute_base(stmt, rerunner)
+        base = self._recompute_base(stmt)
         updates: dict[tuple[int, str], dict[str, dict[int, dict[str, Any]]]] = {}
         for t in tokens.tolist():
             for n, node, rel, p in readers(base, int(t)):
@@ -649,7 +649,7 @@ class Session:
         rc = recompute(base, [], rerunner, updates=updates)
         return self._recomputed(stmt, before, [], rc, updated=[int(t) for t in tokens.tolist()])
 
-    def _recompute_base(self, stmt: ast.Statement, rerunner: Rerunner) -> GraphIndex:
+    def _recompute_base(self, stmt: ast.Statement) -> GraphIndex:
         """The graph a recompute or update works on: the captured one, whatever is zoomed out (a
         zoomed-out invocation ran all the same, and may need to run again), after no deletion."""
         if any(op in _DELETIONS for op, _ in self._ops):
@@ -673,9 +673,9 @@ class Session:
                                     updated=updated)
         reruns = [{"execution": x.execution, "node": x.node, "seconds": round(x.seconds, 3)} for x in rc.reruns]
         appeared = [{"execution": n, "invoked_as": node, "relation": rel, "tuple": json.dumps(row, default=str)} for n, node, rel, row in rc.appeared]
-        unresolved: list[dict[str, Any]] = [{"execution": n, "invoked_as": node, "why": why} for n, node, why in rc.unresolved]
-        later = [u for u in unresolved if str(u["why"]).startswith("after execution")]
-        unresolved = [u for u in unresolved if u not in later]
+        unresolved = [{"execution": n, "invoked_as": node, "why": why} for n, node, why in rc.unresolved]
+        later = [{"execution": n, "invoked_as": node, "why": f"after execution {getattr(stmt, 'until', None)}, not asked to recompute"}
+                 for n, node in rc.later]
         lines = [f"re-ran {len(reruns)} invocation(s) (--format json gives each one's seconds): "
                  + (", ".join(f"{x['node']} (execution {x['execution']})" for x in reruns[:6]) + (f" and {len(reruns) - 6} more" if len(reruns) > 6 else "")
                     if reruns else "none needed")]

@@ -73,7 +73,8 @@ class Recomputed:
     (its view carries them), ``graph`` the graph's own answer (no re-run), ``reruns`` what ran
     again, in order; ``appeared`` (execution, node, relation, row) for each row a re-run wrote
     that the run did not; ``unresolved`` (execution, node, why) for each invocation holding an
-    unknown value that could not be re-run; ``ambiguous`` ids of v-nodes whose new values a
+    unknown value that could not be re-run; ``later`` those not re-run as they come after the
+    execution asked for; ``ambiguous`` ids of v-nodes whose new values a
     re-run could not tell apart."""
 
     result: DeletionResult
@@ -82,6 +83,8 @@ class Recomputed:
     appeared: list[tuple[int, str, str, dict[str, Any]]] = field(default_factory=list)
     unresolved: list[tuple[int, str, str]] = field(default_factory=list)
     ambiguous: list[int] = field(default_factory=list)
+    #: (execution, node) of the invocations not re-run because they come after ``until``
+    later: list[tuple[int, str]] = field(default_factory=list)
     deleted: list[int] = field(default_factory=list)
     known: dict[int, Any] = field(default_factory=dict)
 
@@ -89,7 +92,7 @@ class Recomputed:
     def exact(self) -> bool:
         """Whether every value is what a re-run of the whole workflow gives: each invocation
         holding an unknown value was re-run and told its values apart."""
-        return not self.unresolved and not self.ambiguous
+        return not self.unresolved and not self.later and not self.ambiguous
 
     @property
     def seconds(self) -> float:
@@ -146,8 +149,7 @@ def recompute(g: GraphIndex, nodes: Iterable[int], rerunner: Rerunner, *,
         n, node = key = min(cands, key=lambda k: rerunner.rank(*k))
         done.add(key)
         if until is not None and n > until:
-            out.unresolved += [(k[0], k[1], f"after execution {until}, not asked to recompute")
-                               for k in sorted(cands, key=lambda k: rerunner.rank(*k))]
+            out.later += sorted(cands, key=lambda k: rerunner.rank(*k))
             done |= cands
             continue
         inv_id = rerunner.invocation_id(n, node)
