@@ -148,20 +148,17 @@ def _check_value(relation: str, column: str, dtype: Any, v: Any) -> None:
         raise StoreError(f"column {column} of {relation} is {dtype.simpleString()}: {v!r} is not one; give a value of that type")
 
 
-def stored_rows(store: Store, rel_dir: str, columns: Sequence[str] | None = None) -> list[tuple[int, dict[str, Any]]]:
-    """The rows of the relation stored at ``rel_dir`` (its ``columns``, by default the visible
-    ones) with their positions, read on the driver."""
+def stored_rows(store: Store, rel_dir: str) -> list[tuple[int, dict[str, Any]]]:
+    """The rows of the relation stored at ``rel_dir`` (its visible columns) with their
+    positions, read on the driver."""
     import pyarrow.parquet as pq
 
     from lipspark.workflow.relations import stored_files
 
     out: list[tuple[int, dict[str, Any]]] = []
     for i, f in enumerate(stored_files(store, rel_dir)):
-        if columns is not None and not columns:  # positions only
-            out += [((i << ROW_BITS) | r, {}) for r in range(pq.read_metadata(store.resolve(f.path)).num_rows)]
-            continue
         t = pq.read_table(store.resolve(f.path))
-        t = t.select([c for c in t.column_names if not is_hidden(c)] if columns is None else list(columns))
+        t = t.select([c for c in t.column_names if not is_hidden(c)])
         out += [((i << ROW_BITS) | r, row) for r, row in enumerate(t.to_pylist())]
     return out
 
@@ -239,13 +236,13 @@ def rerun_invocation(store: Store, n: int, node: str, *, spark: Any, workflow: A
                      values: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
                      given: Mapping[str, Mapping[int, Mapping[str, Any]]] | None = None,
                      appended: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
-                     alive: Mapping[str, set[int]] | None = None,
+                     gone: Mapping[str, Collection[int]] | None = None,
                      value_columns: Mapping[str, Sequence[str]] | None = None) -> dict[str, Written]:
     """Re-run node ``node`` of execution ``n`` of ``store`` plainly: what it reads without the
     rows at the stored positions ``drop[relation]``, with ``values[relation][position]`` put in
     (and ``given``'s, values a user gave, checked against their columns' types) and the rows
     ``appended[relation]`` added; compare what it writes with what the run stored
-    (``alive[relation]``: the stored positions still there, all by default;
+    (``gone[relation]``: stored positions no longer there, whose rows it is not asked about;
     ``value_columns[relation]``: the columns with value nodes, which rows are not matched by)."""
     from lipspark.workflow.relations import check_schema
 
@@ -254,7 +251,7 @@ def rerun_invocation(store: Store, n: int, node: str, *, spark: Any, workflow: A
     if node not in workflow.nodes:
         raise StoreError(f"workflow {store.meta['workflow']!r} has no node {node!r}; its nodes: {', '.join(workflow.nodes)}")
     drop, values, given, appended = drop or {}, values or {}, given or {}, appended or {}
-    alive, value_columns = alive or {}, value_columns or {}
+    gone, value_columns = gone or {}, value_columns or {}
     module = workflow.modules[workflow.nodes[node].module]
     frames: dict[str, Any] = {}
     missing = set(workflow.missing_inputs(node))
@@ -281,7 +278,8 @@ def rerun_invocation(store: Store, n: int, node: str, *, spark: Any, workflow: A
         state = rname in module.state and rname not in module.outputs
         new = [{k: _plain(v) for k, v in r.asDict().items()} for r in got]
         old = stored_rows(store, written_dir(store, n, node, rname, state))
-        written[rname] = compare(old, new, alive.get(rname), value_columns.get(rname, ()))
+        absent = set(gone.get(rname, ()))
+        written[rname] = compare(old, new, {p for p, _ in old if p not in absent}, value_columns.get(rname, ()))
     return written
 
 
@@ -400,15 +398,9 @@ class Rerunner:
         reads = [*module.inputs, *module.state]
         writes = [*module.outputs, *[r for r in module.state if r not in module.outputs]]
         drop = {r: at(blk.read(r)) for r in reads}
-        alive: dict[str, set[int]] = {}
-        for r in writes:
-            state = r not in module.outputs
-            d = written_dir(self.store, execution, node, r, state)
-            if os.path.isdir(self.store.resolve(d)):
-                gone = at(blk.write(r))
-                alive[r] = {p for p, _ in stored_rows(self.store, d, columns=[])} - gone
+        gone = {r: at(blk.write(r)) for r in writes}
         written = rerun_invocation(self.store, execution, node, spark=self.spark, workflow=wf, drop=drop, values=values,
-                                   given=given, appended=appended, alive=alive, value_columns=value_columns)
+                                   given=given, appended=appended, gone=gone, value_columns=value_columns)
         known: dict[int, Any] = {}
         gone_ids: list[int] = []
         ambiguous: list[int] = []
