@@ -59,7 +59,7 @@ import numpy as np
 from lipspark.errors import LipsparkError
 from lipspark.graph.expression import Tensor, expressions
 from lipspark.graph.index import NODE_TYPES, GraphIndex
-from lipspark.query.deletion import DeletionResult, delete
+from lipspark.query.deletion import DeletionResult
 from lipspark.query.edgedata import EdgeData, sample_text
 from lipspark.query.engine import Result
 from lipspark.viz.labels import edge_label, node_label, shorten
@@ -472,10 +472,8 @@ def _finish_page(page: str, legend: str, title: str, frames: str = "") -> str:
 def _changes(obj: Any) -> dict[int, tuple[Any, Any]]:
     """Node id → (value before, value after) for the values a deletion being drawn changed, or
     that the deletions which made a view being drawn changed (its ``what_if`` values)."""
-    if isinstance(obj, Result) and obj.kind == "delete" and obj.graph is not None and "_deletion" in obj.extra:
+    if isinstance(obj, Result) and obj.kind == "delete" and "_deletion" in obj.extra:
         obj = obj.extra["_deletion"]  # the deletion the answer was made of (a recompute's values included)
-    elif isinstance(obj, Result) and obj.kind == "delete" and obj.graph is not None and "deleted" in obj.extra:
-        obj = delete(obj.graph, [int(i) for i in obj.extra["deleted"]])  # the same deletion, for its values
     if isinstance(obj, DeletionResult):
         return {int(c.node): (c.before, c.after) for c in obj.values}
     g = obj.graph if isinstance(obj, Result) else obj
