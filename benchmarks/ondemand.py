@@ -80,6 +80,28 @@ def _query(store: str, text: str, env: dict[str, str] | None = None) -> dict[str
     return {"wall_s": round(wall, 2), "peak_mb": round(rss / 1024, 1), "summary": [r.get("summary") for r in json.loads(p.stdout)]}
 
 
+def _lipspark(*args: str) -> str:
+    p = subprocess.run([os.path.join(os.path.dirname(sys.executable), "lipspark"), *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise SystemExit(f"lipspark {' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
+    return p.stdout
+
+
+def _start_service(store: str, timeout: float = 900.0) -> float:
+    """Start a replay service for ``store`` and wait until it has warmed up; the seconds that took."""
+    t0 = time.perf_counter()
+    _lipspark("serve", store, "--detach", "--idle", "30")
+    while time.perf_counter() - t0 < timeout:
+        try:
+            with open(os.path.join(store, "replays", "service.json")) as fh:
+                if json.load(fh).get("warm"):
+                    return round(time.perf_counter() - t0, 1)
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.5)
+    raise SystemExit(f"the replay service of {store} did not warm up within {timeout:g}s")
+
+
 def _replayed(store: str) -> list[dict[str, Any]]:
     base = os.path.join(store, "replays", "invocations")
     out = []
@@ -100,6 +122,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--repeat", type=int, default=5, help="runs per figure (medians)")
     ap.add_argument("--only", action="append", help="run only these queries (one_invocation, issue_example, full_trace)")
     ap.add_argument("--ab-archive", action="store_true", help="also run each first query without the JVM class archive, interleaved")
+    ap.add_argument("--ab-service", action="store_true",
+                    help="also run each first query with a warm replay service (lipspark serve), interleaved")
     ap.add_argument("--keep", help="keep the deferred store here (reused if present)")
     ap.add_argument("--out", default=os.path.join(HERE, "results", "ondemand.json"))
     args = ap.parse_args(argv)
@@ -141,8 +165,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         for name, text in queries.items():
             firsts, agains, offs, replay_s, plain_s = [], [], [], [], []
+            served, served_replay_s, served_plain_s = [], [], []
             replayed: list[dict[str, Any]] = []
             for i in range(args.repeat):
+                if args.ab_service:
+                    copy = os.path.join(root, f"q-{name}-{i}-service")
+                    shutil.copytree(store, copy, ignore=shutil.ignore_patterns("invocations"))
+                    warmed = _start_service(copy)
+                    first = _query(copy, text)
+                    done = _replayed(copy)
+                    first["warm_up_s"] = warmed
+                    served.append(first)
+                    served_replay_s.append(sum(r["seconds"] for r in done))
+                    served_plain_s.append(sum(times[(r["execution"], r["node"])] for r in done))
+                    _lipspark("serve", copy, "--stop")
+                    shutil.rmtree(copy, ignore_errors=True)
                 for archive in ([True, False] if args.ab_archive else [True]):
                     copy = os.path.join(root, f"q-{name}-{i}-{int(archive)}")
                     shutil.copytree(store, copy, ignore=shutil.ignore_patterns("invocations"))
@@ -164,6 +201,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "ratio_to_plain": round(replay / plain, 2) if plain else None,
                 "first_minus_again_over_plain": round((first_m["wall_s"] - again_m["wall_s"]) / plain, 2) if plain else None,
             }
+            if served:
+                sp, sr = median(served_plain_s), median(served_replay_s)
+                results["queries"][name]["first_with_warm_service"] = {
+                    **med(served), "warm_up_s": [r["warm_up_s"] for r in served], "replay_s": round(sr, 2), "plain_s": round(sp, 2),
+                    "ratio_to_plain": round(sr / sp, 2) if sp else None,
+                    "first_minus_again_over_plain": round((med(served)["wall_s"] - again_m["wall_s"]) / sp, 2) if sp else None}
             if offs:
                 results["queries"][name]["first_without_class_archive"] = med(offs)
                 results["queries"][name]["archive_speedup"] = round(med(offs)["wall_s"] / first_m["wall_s"], 2)

@@ -77,6 +77,13 @@ _EXAMPLES = {
     ],
     "materialize": ["lipspark materialize graphs/arctic  # run with --capture deferred (lipspark run --help)"],
     "reindex": [f"lipspark reindex {_DEMO}"],
+    "serve": [
+        "lipspark run workflows/car_dealership.py --executions 2 --param numCars=200 --capture deferred --graph graphs/cars-deferred",
+        "lipspark serve graphs/cars-deferred --detach --idle 10  # returns once it listens; it warms up in the background",
+        "lipspark serve graphs/cars-deferred --status",
+        "lipspark query graphs/cars-deferred -e 'polynomial output BestBid of agg execution 2'  # its replays run in the service",
+        "lipspark serve graphs/cars-deferred --stop",
+    ],
     "check": [f"lipspark check {_DEMO}"],
     "query": [
         f"lipspark query {_DEMO} queries/what_if_car_absent.lq",
@@ -144,6 +151,24 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.add_argument("--verbose", action="store_true", help="show Spark's own log lines (default: errors only)")
+    sv = command("serve", help="keep a warm Spark that replays a deferred store's invocations for its queries",
+                 description="Keep one Spark session running for a store run with --capture deferred, so that a query "
+                             "needing fine-grained provenance has its invocations replayed in a JVM that is already warm "
+                             "instead of starting Spark itself: a first replay in a new process costs several times a warm "
+                             "one (docs/benchmarks.md). It warms up first (replays execution 1's invocations into a scratch "
+                             "directory it removes), then serves lipspark query, shell, viz, export and Python sessions on "
+                             "the store until --idle minutes pass without a request. Queries work the same without it: they "
+                             "replay in their own process. See docs/design.md, \"Deferred capture\".")
+    sv.add_argument("graph", help="a workflow store run with --capture deferred")
+    sv_do = sv.add_mutually_exclusive_group()
+    sv_do.add_argument("--detach", action="store_true", help="start it in the background and return once it listens "
+                                                             "(its log: <store>/replays/service.log)")
+    sv_do.add_argument("--status", action="store_true", help="say whether a service runs for the store (exit 1 if none)")
+    sv_do.add_argument("--stop", action="store_true", help="stop the store's service")
+    sv.add_argument("--idle", type=_positive, default=15, help="stop after this many minutes without a request (default: 15)")
+    sv.add_argument("--warm", type=int, default=300, metavar="SECONDS",
+                    help="warm up for at most this many seconds before serving (default: 300; 0: none)")
+    sv.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
     ri = command("reindex", help="rebuild a store's query-ready index from its graph (queries rebuild a stale one themselves)",
                  description="Rebuild the query-ready index (index/) of a store or graph directory from its graph "
                              "(manifests and Parquet tables). The index is derived: queries check it and append or "
@@ -283,6 +308,32 @@ def _materialize(args: Any) -> int:
     g = GraphIndex.load(args.graph)
     how = f"replayed with provenance in {time.perf_counter() - t0:.1f}s" if deferred else "eager capture: nothing to replay"
     print(f"{args.graph}: {len(store.executions)} executions, graph {len(g):,} nodes, {g.num_edges:,} edges ({how})")
+    return 0
+
+
+def _serve(args: Any) -> int:
+    from lipspark.workflow import service
+
+    if args.status:
+        info = service.ping(args.graph)
+        if info is None:
+            print(f"{args.graph}: no replay service runs")
+            return 1
+        state = "warm" if info.get("warm") else "warming up"
+        done = "busy replaying" if info.get("replays") is None else f"{info['replays']} invocation(s) replayed for queries"
+        print(f"{args.graph}: replay service pid {info['pid']}, {state}, {done}; stops after {float(info.get('idle', 0)) / 60:g} "
+              "idle minutes")
+        return 0
+    if args.stop:
+        info = service.stop_service(args.graph)
+        print(f"{args.graph}: {'stopped the replay service, pid ' + str(info['pid']) if info else 'no replay service ran'}")
+        return 0
+    if args.detach:
+        info = service.start_detached(args.graph, idle=args.idle * 60.0, warm=float(args.warm), master=args.master)
+        print(f"{args.graph}: replay service pid {info['pid']} listening (warming up; log: {args.graph}/replays/service.log); "
+              f"stops after {args.idle} idle minutes or: lipspark serve {args.graph} --stop")
+        return 0
+    service.serve(args.graph, idle=args.idle * 60.0, warm=float(args.warm), master=args.master)
     return 0
 
 
@@ -544,6 +595,8 @@ def _main(args: Any) -> int:
             return _shell(args)
         if args.command == "reindex":
             return _reindex(args)
+        if args.command == "serve":
+            return _serve(args)
         if args.command == "check":
             return _check(args)
         if args.command == "export":

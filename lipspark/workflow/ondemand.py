@@ -338,16 +338,33 @@ class DeferredGraph:
     # ------------------------------------------------------------------ replaying
     def replay(self, pending_ids: Iterable[int], *, on_replay: Callable[[int, str, float], None] | None = None) -> GraphIndex:
         """Replay the invocations whose pending nodes are ``pending_ids`` (those not replayed
-        yet), keep them in the store, and return the graph with their fine parts."""
+        yet), keep them in the store, and return the graph with their fine parts.
+
+        A replay service running for the store (``lipspark serve``, :mod:`lipspark.workflow.service`)
+        replays them in its warm Spark when this object was given no Spark session of its own;
+        otherwise (or if the service is gone) they are replayed in this process."""
         self.coarse()
         todo = sorted({self._pending[int(i)] for i in pending_ids if int(i) in self._pending} - self._fine_keys)
-        if not todo:
-            return self.graph()
-        self._graph = None
         todo = [(n, node) for n, node in todo if not self.is_replayed(n, node)]  # another process may have replayed some
-        if not todo:
-            return self.graph()
+        if todo:
+            self._graph = None
+            done = None
+            if self._spark is None:
+                from lipspark.workflow.service_protocol import replay_by_service
+
+                done = replay_by_service(self.store, todo)
+            if done is None:
+                self.replay_here(todo, on_replay=on_replay)
+            else:
+                for n, node, seconds in done:
+                    self._note(n, node, seconds, on_replay, where=" by the replay service")
+        return self.graph()
+
+    def replay_here(self, todo: list[tuple[int, str]], *, on_replay: Callable[[int, str, float], None] | None = None) -> None:
+        """Replay the invocations ``todo`` (execution, workflow node) in this process's Spark, those
+        not replayed yet, under the store's ``replays`` lock, and keep them in the store."""
         layouts = self.layouts()
+        self._graph = None
         lock = WriterLock(os.path.join(self.store.root, REPLAYS_DIR), "replay").acquire(wait=REPLAY_WAIT)
         try:
             for n, node in todo:
@@ -370,17 +387,19 @@ class DeferredGraph:
                 except BaseException:
                     shutil.rmtree(where, ignore_errors=True)
                     raise
-                self.replayed.append((n, node, seconds))
-                if on_replay is not None:
-                    on_replay(n, node, seconds)
-                if self.progress:
-                    import sys
-
-                    print(f"replayed {node} of execution {n} with provenance in {seconds:.1f}s", file=sys.stderr)
+                self._note(n, node, seconds, on_replay)
         finally:
             lock.release()
-        self._graph = None
-        return self.graph()
+
+    def _note(self, n: int, node: str, seconds: float, on_replay: Callable[[int, str, float], None] | None, where: str = "") -> None:
+        """Record that node ``node`` of execution ``n`` was replayed, in ``seconds``."""
+        self.replayed.append((n, node, seconds))
+        if on_replay is not None:
+            on_replay(n, node, seconds)
+        if self.progress:
+            import sys
+
+            print(f"replayed {node} of execution {n} with provenance in {seconds:.1f}s{where}", file=sys.stderr)
 
 
 def _encode_fine(nodes: pd.DataFrame, edges: pd.DataFrame, n: int, node: str) -> dict[str, Any]:

@@ -1,0 +1,4 @@
+"""``python -m lipspark``: the ``lipspark`` command (:func:`lipspark.cli.console`)."""
+from lipspark.cli import console
+
+console()

@@ -1,0 +1,317 @@
+"""The replay service: a warm Spark that replays a deferred store's invocations for its queries.
+
+A query on a deferred store replays the invocations its answer reaches
+(:mod:`lipspark.workflow.ondemand`). In a new process that replay runs on a cold JVM: Spark's
+start, then Catalyst's analysis, Spark's generated code and the Py4J bridge all run interpreted
+until the JIT has seen them, so a first replay costs several times what the same replay costs in
+a JVM that has run one (docs/benchmarks.md, "Provenance on demand"). ``lipspark serve G`` keeps one
+Spark session running for the store ``G``:
+
+* it warms itself first: it replays the invocations of execution 1 into a scratch directory it
+  then removes (nothing of the store changes), so the JIT has seen every module's replay before
+  the first query comes; a query that comes meanwhile is served after the warm-up step under way;
+* a query process (``lipspark query``, ``shell``, ``viz``, ``export``, a
+  :class:`~lipspark.query.Session` on a :class:`~lipspark.workflow.ondemand.DeferredGraph`) that
+  needs replays hands them to it and reads what it wrote from the store, as if it had replayed
+  them itself: the same directories, under the same ``replays`` lock, so answers are the same
+  either way (``tests/workflow/test_service.py``). With no service running (or one that has gone
+  away) the query process replays them itself;
+* it stops after ``idle`` seconds without a request, on ``lipspark serve G --stop``, or on
+  SIGTERM, and removes its socket and ``replays/service.json`` as it goes.
+
+The protocol and the client side are :mod:`lipspark.workflow.service_protocol`. A request names
+invocations of the store the service serves, by execution number and workflow node; nothing in
+it is evaluated.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable
+
+from lipspark.errors import LipsparkError, StoreError
+from lipspark.store import Store
+from lipspark.workflow.layouts import REPLAYS_DIR
+from lipspark.workflow.service_protocol import (CONNECT_TIMEOUT, FORMAT, LOCK_FILE, REQUEST_TIMEOUT, SERVICE_FILE, VERSION, alive,
+                                                find_service, info_path, read_info, request, socket_path, write_info)
+
+__all__ = ["serve", "start_detached", "stop_service", "ping", "find_service", "SERVICE_FILE"]
+
+
+def _check_request(doc: Any, graph: Any) -> list[tuple[int, str]]:
+    """The invocations a replay request names, checked against the store the service serves."""
+    invocations = doc.get("invocations") if isinstance(doc, dict) else None
+    if not isinstance(invocations, list):
+        raise StoreError('a replay request names its invocations: {"op": "replay", "invocations": [[execution, "node"], ...]}')
+    count, nodes = len(graph.store.executions), graph.workflow.nodes
+    todo = []
+    for item in invocations:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], int) and isinstance(item[1], str)):
+            raise StoreError(f"expected an invocation as [execution, \"node\"], got {json.dumps(item)[:80]}")
+        n, node = item
+        if not 1 <= n <= count or node not in nodes:
+            raise StoreError(f"the store at {graph.store.root} has no invocation of {node!r} in execution {n} "
+                             f"(executions 1..{count}; nodes: {', '.join(nodes)})")
+        todo.append((n, node))
+    return todo
+
+
+def _receive(listening: socket.socket) -> tuple[Any, Any]:
+    """Accept one connection and read its request line: (connection, request), or (None, None)
+    when the client went away or sent no JSON line (nothing to answer)."""
+    conn, _ = listening.accept()
+    conn.settimeout(REQUEST_TIMEOUT)
+    try:
+        with conn.makefile("r", encoding="utf-8") as fh:
+            line = fh.readline()
+        return conn, json.loads(line)
+    except (OSError, ValueError):
+        conn.close()
+        return None, None
+
+
+def _send(conn: socket.socket, answer: dict[str, Any]) -> None:
+    try:
+        conn.settimeout(None)
+        conn.sendall((json.dumps(answer) + "\n").encode())
+    except OSError:
+        pass  # the client went away; what was replayed is in the store all the same
+
+
+class _Service:
+    """The serving side: the store's :class:`DeferredGraph` on one Spark session, opened again
+    when the store has grown (``lipspark run`` appended executions since)."""
+
+    def __init__(self, root: str, spark: Any) -> None:
+        self.root, self.spark = root, spark
+        self.replays = 0
+        self._stamp: tuple[int, int] | None = None
+        self._graph: Any = None
+
+    def graph(self) -> Any:
+        from lipspark.workflow.ondemand import DeferredGraph
+
+        st = os.stat(os.path.join(self.root, "store.json"))
+        stamp = (st.st_mtime_ns, st.st_size)
+        if self._graph is None or stamp != self._stamp:
+            workflow = self._graph.workflow if self._graph is not None else None
+            self._graph = DeferredGraph(Store.open(self.root), spark=self.spark)
+            self._graph._workflow = workflow
+            self._stamp = stamp
+        return self._graph
+
+    def warm(self, listening: socket.socket, budget: float, log: Callable[[str], None]) -> tuple[socket.socket, Any] | None:
+        """Replay execution 1's invocations into a scratch directory (removed after) until a
+        request other than a ping comes (returned, with the connection it came on, to be served
+        first) or ``budget`` seconds have passed. Pings are answered as they come."""
+        from lipspark.workflow.replay import replay_invocation
+
+        graph = self.graph()
+        if not graph.store.executions:
+            return None
+        scratch = tempfile.mkdtemp(prefix="lipspark-warm-")
+        t0 = time.perf_counter()
+        try:
+            layouts = graph.layouts()
+            for node in graph.workflow.topological_order():
+                while select.select([listening], [], [], 0)[0]:
+                    conn, doc = _receive(listening)
+                    if conn is None:
+                        continue
+                    if isinstance(doc, dict) and doc.get("op") == "ping":
+                        _send(conn, self.answer(doc)[0])
+                        conn.close()
+                        continue
+                    log("warm-up cut short: a request came")
+                    return conn, doc
+                if time.perf_counter() - t0 > budget:
+                    log(f"warm-up stopped after its {budget:g}s")
+                    return None
+                t = time.perf_counter()
+                try:
+                    replay_invocation(graph.store, 1, node, os.path.join(scratch, node), spark=self.spark, workflow=graph.workflow,
+                                      layouts=layouts, graph=True)
+                except LipsparkError as err:  # the same replay asked for by a query would say it again
+                    log(f"warm-up: {node} of execution 1 did not replay: {err}")
+                    continue
+                log(f"warm-up: replayed {node} of execution 1 in {time.perf_counter() - t:.1f}s")
+            return None
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def answer(self, doc: Any) -> tuple[dict[str, Any], bool]:
+        """The answer to one request, and whether the service stops after it."""
+        op = doc.get("op") if isinstance(doc, dict) else None
+        if op == "ping":
+            return {"ok": True, **(read_info(self.root) or {}), "replays": self.replays}, False
+        if op == "stop":
+            return {"ok": True}, True
+        if op != "replay":
+            return {"ok": False, "error": f"expected a request op of ping, replay or stop, got {json.dumps(op)}"}, False
+        done: list[list[Any]] = []
+        try:
+            graph = self.graph()
+            graph.replay_here(_check_request(doc, graph), on_replay=lambda n, node, s: done.append([n, node, round(s, 3)]))
+        except LipsparkError as err:
+            return {"ok": False, "error": str(err)}, False
+        except Exception as err:  # noqa: BLE001 - told to the client in one line; the service goes on
+            return {"ok": False, "error": f"the replay failed: {type(err).__name__}: {err}"}, False
+        self.replays += len(done)
+        return {"ok": True, "replayed": done}, False
+
+
+def serve(root: str, *, idle: float = 900.0, warm: float = 300.0, master: str | None = None,
+          log: Callable[[str], None] | None = None) -> int:
+    """Serve replays for the deferred store at ``root`` until ``idle`` seconds pass without a
+    request (or a ``stop`` request, or SIGTERM); warm up for at most ``warm`` seconds first (0:
+    none). ``log``: where progress lines go (default: standard error). Returns the number of
+    invocations replayed for requests."""
+    say = log or (lambda line: print(f"lipspark serve: {line}", file=sys.stderr, flush=True))
+    store = Store.open(root)
+    if store.capture != "deferred":
+        raise StoreError(f"the store at {store.root} captured its provenance {store.capture or 'never'}: only a deferred store "
+                         "has invocations to replay on demand")
+    root = store.root
+    os.makedirs(os.path.join(root, REPLAYS_DIR), exist_ok=True)
+    held = open(os.path.join(root, REPLAYS_DIR, LOCK_FILE), "a")  # one service a store: held while it runs
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        held.close()
+        running = find_service(root) or {"pid": "?"}
+        raise StoreError(f"a replay service already serves {root} (pid {running['pid']}): lipspark serve {root} --stop ends it") from None
+    try:
+        return _serve_locked(root, store, idle=idle, warm=warm, master=master, say=say)
+    finally:
+        held.close()
+
+
+def _serve_locked(root: str, store: Store, *, idle: float, warm: float, master: str | None, say: Callable[[str], None]) -> int:
+    """:func:`serve` once it holds the store's service lock."""
+    from lipspark.session import get_spark
+
+    path = socket_path(root)
+    spark = get_spark(master, app_name=f"lipspark-serve-{store.meta.get('workflow', '')}")
+    service = _Service(root, spark)
+    service.graph()  # a store whose scheme cannot be replayed alone is refused before listening
+    if os.path.exists(path):
+        os.remove(path)  # left by a service that died (this one holds the lock now)
+    listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    mask = os.umask(0o177)
+    try:
+        listening.bind(path)
+    finally:
+        os.umask(mask)
+    listening.listen(16)
+    info = {"format": FORMAT, "version": VERSION, "pid": os.getpid(), "socket": path, "started": time.time(), "warm": False,
+            "idle": idle}
+
+    def stop(signum: int, frame: Any) -> None:
+        raise SystemExit(0)
+
+    main = threading.current_thread() is threading.main_thread()  # signal handlers are the main thread's (a test serves from another)
+    previous = signal.signal(signal.SIGTERM, stop) if main else None
+    try:
+        write_info(root, info)
+        say(f"listening on {path} for {root}")
+        first = service.warm(listening, warm, say) if warm > 0 else None
+        write_info(root, {**info, "warm": True})
+        say(f"warm; stops after {idle:g}s without a request")
+        while True:
+            if first is not None:
+                (conn, doc), first = first, None
+            elif not select.select([listening], [], [], idle)[0]:
+                say(f"no request for {idle:g}s: stopping")
+                break
+            else:
+                conn, doc = _receive(listening)
+                if conn is None:
+                    continue
+            with conn:
+                t = time.perf_counter()
+                answer, last = service.answer(doc)
+                if isinstance(doc, dict) and doc.get("op") == "replay":
+                    say(f"{'replayed ' + str(len(answer.get('replayed', []))) if answer.get('ok') else 'failed: ' + str(answer.get('error'))}"
+                        f" in {time.perf_counter() - t:.1f}s")
+                _send(conn, answer)
+            if last:
+                say("stopped on request")
+                break
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, previous)
+        listening.close()
+        for leftover in (path, info_path(root)):
+            try:
+                if leftover != info_path(root) or (read_info(root) or {}).get("pid") == os.getpid():
+                    os.remove(leftover)
+            except OSError:
+                pass
+    return service.replays
+
+
+def start_detached(root: str, *, idle: float = 900.0, warm: float = 300.0, master: str | None = None,
+                   timeout: float = 180.0) -> dict[str, Any]:
+    """Start ``lipspark serve`` for the store at ``root`` in a process of its own (its output in
+    ``replays/service.log``) and return its record once it listens (it warms up after that)."""
+    store = Store.open(root)
+    running = find_service(store.root)
+    if running is not None:
+        raise StoreError(f"a replay service already serves {store.root} (pid {running['pid']}): lipspark serve {store.root} --stop ends it")
+    if store.capture != "deferred":
+        raise StoreError(f"the store at {store.root} captured its provenance {store.capture or 'never'}: only a deferred store "
+                         "has invocations to replay on demand")
+    os.makedirs(os.path.join(store.root, REPLAYS_DIR), exist_ok=True)
+    args = [sys.executable, "-m", "lipspark", "serve", store.root, "--idle", f"{idle / 60:g}", "--warm", f"{warm:g}"]
+    if master:
+        args += ["--master", master]
+    logfile = os.path.join(store.root, REPLAYS_DIR, "service.log")
+    with open(logfile, "ab") as out:
+        proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        info = find_service(store.root)
+        if info is not None and info.get("pid") == proc.pid:
+            return info
+        if proc.poll() is not None:
+            with open(logfile, errors="replace") as fh:
+                last = [ln.strip() for ln in fh if ln.strip()][-1:] or ["(nothing logged)"]
+            raise StoreError(f"the replay service did not start: {last[0]} (log: {logfile})")
+        time.sleep(0.1)
+    proc.terminate()
+    raise StoreError(f"the replay service did not listen within {timeout:g}s (log: {logfile})")
+
+
+def stop_service(root: str, *, timeout: float = 60.0) -> dict[str, Any] | None:
+    """Stop the replay service of the store at ``root``; its record, or ``None`` if none ran."""
+    info = find_service(root)
+    if info is None:
+        return None
+    pid = int(info["pid"])
+    if request(str(info.get("socket")), {"op": "stop"}, timeout=timeout) is None:
+        os.kill(pid, signal.SIGTERM)  # busy with a request, or not answering: ask the process instead
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and alive(pid):
+        time.sleep(0.1)
+    if alive(pid):
+        raise StoreError(f"the replay service (pid {pid}) did not stop within {timeout:g}s")
+    return info
+
+
+def ping(root: str) -> dict[str, Any] | None:
+    """The running service's record with its count of replays (``replays``), or ``None``."""
+    info = find_service(root)
+    if info is None:
+        return None
+    return request(str(info.get("socket")), {"op": "ping"}, timeout=CONNECT_TIMEOUT) or {**info, "replays": None}

@@ -1,0 +1,188 @@
+"""The replay service (``lipspark serve``): a query process hands its replays to a warm Spark and
+gets the answers it would have got replaying them itself."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from lipspark.errors import StoreError
+from lipspark.query import Session
+from lipspark.store import Store
+from lipspark.workflow import run, service
+from lipspark.workflow import service_protocol as protocol
+from lipspark.workflow.ondemand import DeferredGraph
+from tests.conftest import LEDGER
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def test_only_a_deferred_store_is_served(tmp_path):
+    store = Store.create(str(tmp_path / "eager"), "w", True, {})
+    store.unlock()
+    with pytest.raises(StoreError, match="only a deferred store has invocations to replay on demand") as err:
+        service.serve(store.root)
+    assert "\n" not in str(err.value)
+    with pytest.raises(StoreError, match="only a deferred store"):
+        service.start_detached(store.root)
+    assert service.stop_service(store.root) is None
+
+
+class _Graph:
+    def __init__(self, root: str) -> None:
+        self.store = type("S", (), {"executions": [{}, {}], "root": root})()
+        self.workflow = type("W", (), {"nodes": {"intake": 0, "ledger": 1}})()
+
+
+def test_a_request_names_invocations_of_the_store_it_serves():
+    g = _Graph("/s")
+    assert service._check_request({"op": "replay", "invocations": [[2, "ledger"], [1, "intake"]]}, g) == [(2, "ledger"), (1, "intake")]
+    for doc, msg in (({"op": "replay"}, "names its invocations"),
+                     ({"op": "replay", "invocations": [[3, "ledger"]]}, "no invocation of 'ledger' in execution 3"),
+                     ({"op": "replay", "invocations": [[1, "__import__('os')"]]}, "no invocation of"),
+                     ({"op": "replay", "invocations": [["1", "ledger"]]}, 'expected an invocation as \\[execution, "node"\\]')):
+        with pytest.raises(StoreError, match=msg):
+            service._check_request(doc, g)
+
+
+# ---- with Spark: a service in a thread of this process, on the suite's session ------------------
+
+
+@pytest.fixture(scope="module")
+def ledgers(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("service")
+    eager, deferred = str(root / "eager"), str(root / "deferred")
+    run(LEDGER, graph_dir=eager, spark=spark, executions=3)
+    run(LEDGER, graph_dir=deferred, spark=spark, executions=3, capture="deferred")
+    return eager, deferred
+
+
+class _Serving:
+    """``serve`` in a thread (the suite's SparkSession is this process's); stopped on exit."""
+
+    def __init__(self, root: str, **kwargs) -> None:
+        self.root, self.lines = root, []
+        self.result: list[int] = []
+        self.thread = threading.Thread(target=lambda: self.result.append(service.serve(root, log=self.lines.append, **kwargs)),
+                                       daemon=True)
+
+    def __enter__(self) -> "_Serving":
+        self.thread.start()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (service.find_service(self.root) or {}).get("warm"):
+            time.sleep(0.05)
+        assert (service.find_service(self.root) or {}).get("warm"), self.lines
+        return self
+
+    def __exit__(self, *exc) -> None:
+        info = service.find_service(self.root)
+        if info is not None:
+            assert protocol.request(info["socket"], {"op": "stop"}, timeout=60) == {"ok": True}
+        self.thread.join(60)
+        assert not self.thread.is_alive()
+
+
+def _fresh(deferred: str) -> None:
+    shutil.rmtree(os.path.join(deferred, "replays", "invocations"), ignore_errors=True)
+
+
+@pytest.mark.slow  # two ledger runs, a service's warm-up and replays
+def test_a_query_whose_replays_run_in_the_service_answers_as_the_eager_store(spark, ledgers):
+    eager, deferred = ledgers
+    _fresh(deferred)
+    queries = ("polynomial output Changed of ledger execution 3", 'delete tuple Deposits(DepId = "D1-0")',
+               "zoomout ledger; ancestors output Changed of ledger execution 2")
+    with _Serving(deferred, idle=120, warm=60) as serving:
+        assert any("warm-up: replayed ledger of execution 1" in line for line in serving.lines), serving.lines
+        assert not os.path.exists(os.path.join(deferred, "replays", "invocations")), "the warm-up wrote into the store"
+        dg = DeferredGraph(deferred)  # no Spark of its own: it hands its replays to the service
+        for q in queries:
+            a, b = Session(eager).run(q)[-1], Session(dg).run(q)[-1]
+            assert b.to_text() == a.to_text(), q
+        assert dg._spark is None, "the query process started Spark"
+        assert dg.replayed and {(n, node) for n, node, _ in dg.replayed} == {(n, node) for n, node in _done(deferred)}
+        assert service.ping(deferred)["replays"] == len(dg.replayed)
+        # an invocation the service replayed is read from the store by any later process, not replayed again
+        again = DeferredGraph(deferred)
+        Session(again).run(queries[0])
+        assert again.replayed == []
+    assert service.find_service(deferred) is None and not os.path.exists(os.path.join(deferred, "replays", "service.sock"))
+    assert serving.result == [len(dg.replayed)]
+
+
+def _done(root: str) -> list[tuple[int, str]]:
+    base = os.path.join(root, "replays", "invocations")
+    out = []
+    for d in os.listdir(base):
+        with open(os.path.join(base, d, "done.json")) as fh:
+            doc = json.load(fh)
+        out.append((doc["execution"], doc["node"]))
+    return out
+
+
+@pytest.mark.slow
+def test_a_failing_replay_is_the_clients_one_line_error_and_the_service_goes_on(spark, ledgers, monkeypatch):
+    eager, deferred = ledgers
+    _fresh(deferred)
+    from lipspark.workflow import ondemand
+
+    with _Serving(deferred, idle=120, warm=0):
+        def broken(self, todo, on_replay=None):
+            raise StoreError("replaying ledger of execution 2 wrote relation Changed with rows the run did not store")
+
+        monkeypatch.setattr(ondemand.DeferredGraph, "replay_here", broken)  # the service's (this process's) replays fail
+        with pytest.raises(StoreError, match="wrote relation Changed with rows the run did not store") as err:
+            Session(DeferredGraph(deferred)).run("polynomial output Changed of ledger execution 2")
+        assert "\n" not in str(err.value)
+        monkeypatch.undo()
+        info = service.find_service(deferred)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:  # a client that sends no JSON is dropped, not fatal
+            s.connect(info["socket"])
+            s.sendall(b"not json\n")
+        assert protocol.request(info["socket"], {"op": "launch"}, timeout=30)["error"].startswith("expected a request op")
+        dg = DeferredGraph(deferred)
+        assert Session(dg).run("polynomial output Changed of ledger execution 2")[-1].to_text() == \
+            Session(eager).run("polynomial output Changed of ledger execution 2")[-1].to_text()
+        assert dg.replayed
+
+
+@pytest.mark.slow
+def test_a_second_service_on_a_store_is_refused_and_an_idle_one_stops(spark, ledgers):
+    _, deferred = ledgers
+    with _Serving(deferred, idle=2, warm=0) as serving:
+        with pytest.raises(StoreError, match=r"a replay service already serves .* \(pid \d+\): lipspark serve .* --stop ends it"):
+            service.serve(deferred, warm=0)
+        serving.thread.join(30)
+        assert not serving.thread.is_alive() and any("no request for 2s: stopping" in line for line in serving.lines)
+    assert service.find_service(deferred) is None
+
+
+@pytest.mark.slow  # a service process of its own (a JVM), started and stopped by the CLI
+def test_lipspark_serve_detached_serves_a_query_process_and_stops(ledgers):
+    eager, deferred = ledgers
+    _fresh(deferred)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    lipspark = [sys.executable, "-m", "lipspark"]
+    started = subprocess.run([*lipspark, "serve", deferred, "--detach", "--idle", "5", "--warm", "0"], capture_output=True, text=True,
+                             env=env, cwd=ROOT)
+    try:
+        assert started.returncode == 0, started.stderr
+        assert "listening" in started.stdout
+        q = "polynomial output Changed of ledger execution 3"
+        out = subprocess.run([*lipspark, "query", deferred, "-e", q], capture_output=True, text=True, env=env, cwd=ROOT)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == Session(eager).run(q)[-1].to_text().strip()
+        status = subprocess.run([*lipspark, "serve", deferred, "--status"], capture_output=True, text=True, env=env, cwd=ROOT)
+        assert status.returncode == 0 and f"{len(_done(deferred))} invocation(s) replayed for queries" in status.stdout
+    finally:
+        stopped = subprocess.run([*lipspark, "serve", deferred, "--stop"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert stopped.returncode == 0 and "stopped the replay service" in stopped.stdout
+    none = subprocess.run([*lipspark, "serve", deferred, "--status"], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert none.returncode == 1 and "no replay service runs" in none.stdout
