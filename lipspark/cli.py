@@ -146,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--capture", choices=("eager", "deferred"), default="eager",
                    help="eager (default): write the graph with each execution; deferred: run at the speed of provenance off "
                         "and make the graph when first queried, by replaying the executions")
+    r.add_argument("--serve", type=_positive, default=None, metavar="MINUTES",
+                   help="with --capture deferred: when the run ends, leave a replay service warming up for the store's first "
+                        "queries, until it has been idle MINUTES (lipspark serve --help)")
     m = command("materialize", help="make the graph of a store run with --capture deferred (replays its executions)")
     m.add_argument("graph", help="a workflow store run with --capture deferred")
     m.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
@@ -250,6 +253,11 @@ def _run(args: Any) -> int:
 
     if args.explain_failure:
         return _explain_failure(args)
+    if args.serve is not None and args.capture != "deferred":
+        from lipspark.errors import WorkflowError
+
+        raise WorkflowError("--serve keeps a replay service for a deferred store's queries: add --capture deferred "
+                            "(an eager store's graph needs no replay)")
     params = dict(args.param)
     if args.seed is not None:
         params["seed"] = args.seed
@@ -269,6 +277,17 @@ def _run(args: Any) -> int:
         print(err.report.text(store=args.graph or _default_graph(args)), file=sys.stderr)
         return 1
     print(summary)
+    if args.serve is not None:
+        from lipspark.workflow.service import find_service, start_detached
+
+        graph = args.graph or _default_graph(args)
+        running = find_service(graph)
+        if running is not None:  # it reads the store again when the store has grown
+            print(f"replay service pid {running['pid']} already serves {graph}'s queries")
+        else:
+            info = start_detached(graph, idle=args.serve * 60.0, master=args.master)
+            print(f"replay service pid {info['pid']} warming up for {graph}'s queries; it stops after {args.serve} idle minutes "
+                  f"or: lipspark serve {graph} --stop")
     return 0
 
 

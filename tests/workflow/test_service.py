@@ -186,3 +186,14 @@ def test_lipspark_serve_detached_serves_a_query_process_and_stops(ledgers):
     assert stopped.returncode == 0 and "stopped the replay service" in stopped.stdout
     none = subprocess.run([*lipspark, "serve", deferred, "--status"], capture_output=True, text=True, env=env, cwd=ROOT)
     assert none.returncode == 1 and "no replay service runs" in none.stdout
+
+
+def test_run_serve_needs_deferred_capture_and_writes_nothing_without_it(tmp_path, capsys):
+    from lipspark.cli import main
+
+    graph = tmp_path / "g"
+    assert main(["run", LEDGER, "--graph", str(graph), "--serve", "5"]) == 2
+    err = capsys.readouterr().err
+    assert err == ("lipspark: error: --serve keeps a replay service for a deferred store's queries: add --capture deferred "
+                   "(an eager store's graph needs no replay)\n")
+    assert not graph.exists()
