@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--ab-archive", action="store_true", help="also run each first query without the JVM class archive, interleaved")
     ap.add_argument("--ab-service", action="store_true",
                     help="also run each first query with a warm replay service (lipspark serve), interleaved")
+    ap.add_argument("--no-cold", action="store_true", help="with --ab-service: skip the first queries without a service")
     ap.add_argument("--eager", action="store_true",
                     help="also time the same queries on an eager store of the same run (made with lipspark run, kept with --keep)")
     ap.add_argument("--keep", help="keep the deferred store here (reused if present)")
@@ -178,7 +179,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         for name, text in queries.items():
             firsts, agains, offs, replay_s, plain_s = [], [], [], [], []
-            served, served_replay_s, served_plain_s = [], [], []
+            served, served_again, served_replay_s, served_plain_s = [], [], [], []
             replayed: list[dict[str, Any]] = []
             for i in range(args.repeat):
                 if args.ab_service:
@@ -192,8 +193,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     served_replay_s.append(sum(r["seconds"] for r in done))
                     served_plain_s.append(sum(times[(r["execution"], r["node"])] for r in done))
                     _lipspark("serve", copy, "--stop")
+                    served_again.append(_query(copy, text))
                     shutil.rmtree(copy, ignore_errors=True)
-                for archive in ([True, False] if args.ab_archive else [True]):
+                for archive in ([] if args.no_cold else [True, False] if args.ab_archive else [True]):
                     copy = os.path.join(root, f"q-{name}-{i}-{int(archive)}")
                     shutil.copytree(store, copy, ignore=shutil.ignore_patterns("invocations"))
                     first = _query(copy, text, None if archive else {"LIPSPARK_CLASS_ARCHIVE": "off"})
@@ -206,27 +208,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     else:
                         offs.append(first)
                     shutil.rmtree(copy, ignore_errors=True)
-            plain, replay, first_m, again_m = median(plain_s), median(replay_s), med(firsts), med(agains)
-            results["queries"][name] = {
-                "query": text, "runs": args.repeat, "first": first_m, "again": again_m,
-                "replayed": [(r["execution"], r["node"]) for r in replayed],
-                "replay_s": round(replay, 2), "plain_s": round(plain, 2),
-                "ratio_to_plain": round(replay / plain, 2) if plain else None,
-                "first_minus_again_over_plain": round((first_m["wall_s"] - again_m["wall_s"]) / plain, 2) if plain else None,
-            }
+            results["queries"][name] = {"query": text, "runs": args.repeat}
+            if firsts:
+                plain, replay, first_m, again_m = median(plain_s), median(replay_s), med(firsts), med(agains)
+                results["queries"][name].update({
+                    "first": first_m, "again": again_m,
+                    "replayed": [(r["execution"], r["node"]) for r in replayed],
+                    "replay_s": round(replay, 2), "plain_s": round(plain, 2),
+                    "ratio_to_plain": round(replay / plain, 2) if plain else None,
+                    "first_minus_again_over_plain": round((first_m["wall_s"] - again_m["wall_s"]) / plain, 2) if plain else None,
+                })
             if served:
                 sp, sr = median(served_plain_s), median(served_replay_s)
+                sa = med(served_again)
                 results["queries"][name]["first_with_warm_service"] = {
-                    **med(served), "warm_up_s": [r["warm_up_s"] for r in served], "replay_s": round(sr, 2), "plain_s": round(sp, 2),
-                    "ratio_to_plain": round(sr / sp, 2) if sp else None,
-                    "first_minus_again_over_plain": round((med(served)["wall_s"] - again_m["wall_s"]) / sp, 2) if sp else None}
+                    **med(served), "warm_up_s": [r["warm_up_s"] for r in served], "replayed": [(r["execution"], r["node"]) for r in done], "replay_s": round(sr, 2),
+                    "plain_s": round(sp, 2), "ratio_to_plain": round(sr / sp, 2) if sp else None, "again": sa,
+                    "first_minus_again_over_plain": round((med(served)["wall_s"] - sa["wall_s"]) / sp, 2) if sp else None}
             if offs:
                 results["queries"][name]["first_without_class_archive"] = med(offs)
                 results["queries"][name]["archive_speedup"] = round(med(offs)["wall_s"] / first_m["wall_s"], 2)
             if args.eager:
                 estore = _eager_store(args.keep or root, args.numCars, args.numExec)
                 _query(estore, text)  # the first query of an eager store checks its index: not this figure
-                results["queries"][name]["eager"] = med([_query(estore, text) for _ in range(args.repeat)])
+                results["queries"][name]["eager"] = med([_query(estore, text) for _ in range(max(5, args.repeat))])
             print(json.dumps({name: results["queries"][name]}, indent=1), file=sys.stderr, flush=True)
         os.makedirs(os.path.dirname(args.out), exist_ok=True)
         with open(args.out, "w") as fh:

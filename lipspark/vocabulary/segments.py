@@ -187,7 +187,9 @@ class RelationDescriptor:
     v-node ids are used as they are); ``bags`` names nested-bag columns; ``p`` is the p-node
     scheme, absent without provenance. ``every_row``: the v-nodes of a segment in ``values`` are
     one per row (:class:`BoundarySegment`), not only where the stored id is not null (relations
-    written before).
+    written before). ``fingerprint``: (rows, sum of the rows' hashes) of the visible columns, as
+    the job that wrote it observed them — a deferred run's outputs and state, which a replay must
+    give again (absent elsewhere, and in stores written before).
     """
 
     dir: str
@@ -196,6 +198,7 @@ class RelationDescriptor:
     bags: tuple[str, ...] = ()
     p: PScheme | None = None
     every_row: bool = False
+    fingerprint: "tuple[int, int] | None" = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"dir": self.dir, "files": [f.to_json() for f in self.files],
@@ -204,6 +207,8 @@ class RelationDescriptor:
             out["p"] = self.p.to_json()
         if self.every_row:
             out["value_rows"] = "every"
+        if self.fingerprint is not None:
+            out["fingerprint"] = [self.fingerprint[0], str(self.fingerprint[1])]
         return out
 
     @classmethod
@@ -215,6 +220,7 @@ class RelationDescriptor:
             tuple(d.get("bags", [])),
             PScheme.from_json(d["p"]) if d.get("p") is not None else None,
             d.get("value_rows") == "every",
+            (int(d["fingerprint"][0]), int(d["fingerprint"][1])) if d.get("fingerprint") is not None else None,
         )
 
 

@@ -52,7 +52,9 @@ from lipspark.workflow.relations import (
     StoredRelation,
     check_schema,
     descriptor,
+    fingerprint_metrics,
     key_repeat,
+    observed_fingerprint,
     position_col,
     read_stored,
     relation_frame,
@@ -114,6 +116,10 @@ class Executor:
         self.check_results: list[CheckResult] = []
         #: each check's observed metric, built once per executor (lipspark.workflow.verdicts.observe)
         self._metrics: dict[Any, Any] = {}
+        #: each relation a deferred store's run or replay wrote (absolute directory) → the Observation of its fingerprint
+        self._fingerprints: dict[str, Any] = {}
+        #: the fingerprints of the state relations this execution of a deferred run wrote, by store-relative directory
+        self._state_prints: dict[str, list[Any]] = {}
 
     # ------------------------------------------------------------------ relations on disk
     def _writer(self, df: Any, rel_dir: str, checks: tuple[Check, ...] = ()) -> tuple[Callable[[], Watch | None], Any]:
@@ -134,6 +140,15 @@ class Executor:
 
         def job() -> Watch | None:
             observed, watch = observe(data, checks, self._metrics) if checks else (data, None)
+            if self.store.capture == "deferred":
+                # what a replay of the invocation must write again, observed by this very job
+                # (lipspark.workflow.replay checks it) rather than read back from the files later;
+                # added after the checks: a check Spark cannot observe fails its plan, and a plan
+                # holding a registered Observation would fail with it
+                from pyspark.sql import Observation
+
+                self._fingerprints[path] = fingerprint = Observation()
+                observed = observed.observe(fingerprint, *fingerprint_metrics(written))
             observed.write.mode("errorifexists").parquet(path)
             return watch
 
@@ -187,7 +202,11 @@ class Executor:
         written at ``rel_dir``: its files and, with provenance, its boundary segments."""
         files = stored_files(self.store, rel_dir)
         if inv.tracker is None:
-            return RelationDescriptor(rel_dir, files)
+            obs = self._fingerprints.pop(self.store.resolve(rel_dir), None)
+            fingerprint = None if obs is None else observed_fingerprint(obs)
+            if kind == "collapse" and fingerprint is not None:  # a later invocation may replace the state pointer
+                self._state_prints[rel_dir] = [fingerprint[0], str(fingerprint[1])]
+            return RelationDescriptor(rel_dir, files, fingerprint=fingerprint)
         if not isinstance(frame, AnnotatedFrame):
             raise WorkflowError(f"module {inv.module.name!r} returned a plain DataFrame for {rel.name!r}; with provenance on, build it from the module's inputs and state")
         builder, context, layout = inv.tracker.builder, inv.tracker.context, frame.layout
@@ -250,12 +269,15 @@ class Executor:
         self.builder = GraphBuilder(first)
         self._blocks = self._layout(n, first)
         self.store.begin(n)
+        self._state_prints = {}
         started, self._current = time.perf_counter(), None
         try:
             stored_inputs, state, outputs = self._run(n, inputs, on_invocation)
             self.builder.skip_to(max([first, *(b.end for b in self._blocks.values())]))
             record = {"inputs": _json(stored_inputs), "state": _json(state), "outputs": _json(outputs),
                       "segments": [first, self.builder.next_segment]}
+            if self._state_prints:  # every state relation the deferred run wrote, by directory
+                record["state_fingerprints"] = dict(sorted(self._state_prints.items()))
             if verify is not None:
                 verify(record)
             self.store.commit(n, record, self.builder.next_segment)

@@ -44,17 +44,15 @@ def graph_store(store: Store) -> Store | None:
 
 def _fingerprints(spark: Any, frames: list[Any]) -> list[tuple[int, int]]:
     """(row count, sum of row hashes) of each frame, in one Spark job: equal multisets of rows have
-    equal fingerprints (and unequal ones almost surely not)."""
+    equal fingerprints (and unequal ones almost surely not). The same fingerprint a deferred run's
+    write observes (:func:`~lipspark.workflow.relations.fingerprint_metrics`)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
-    def hashed(df: Any) -> Any:  # Spark does not hash maps: hash their JSON
-        cols = [F.to_json(F.col(f.name)) if isinstance(f.dataType, T.MapType) else F.col(f.name) for f in df.schema.fields]
-        return F.xxhash64(*cols).cast("decimal(38,0)")
+    from lipspark.workflow.relations import row_hash
 
-    parts = [df.select(F.lit(i).alias("r"), hashed(df).alias("h")) for i, df in enumerate(frames)]
+    parts = [df.select(F.lit(i).alias("r"), row_hash(df).alias("h")) for i, df in enumerate(frames)]
     rows = reduce(lambda a, b: a.unionAll(b), parts).groupBy("r").agg(F.count("*").alias("n"), F.sum("h").alias("s")).collect()
     got = {int(r["r"]): (int(r["n"]), int(r["s"])) for r in rows}
     return [got.get(i, (0, 0)) for i in range(len(frames))]

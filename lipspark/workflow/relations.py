@@ -29,7 +29,7 @@ from lipspark.vocabulary.ids import MAX_FILES, file_position_col, positional_col
 from lipspark.workflow.module import Module, Relation
 
 __all__ = ["StoredRelation", "check_schema", "relation_frame", "read_stored", "stored_files", "write_base", "position_col",
-           "descriptor", "key_repeat"]
+           "descriptor", "key_repeat", "row_hash", "fingerprint_metrics", "observed_fingerprint"]
 
 #: the key under which Spark keeps a DataFrame's own schema in the Parquet files it writes
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
@@ -133,6 +133,41 @@ def _visible_parquet(spark: SparkSession, path: str) -> DataFrame:
 def relation_frame(spark: SparkSession, store: Store, desc: "RelationDescriptor | Mapping[str, Any]") -> DataFrame:
     """The data of a stored relation (hidden columns dropped)."""
     return _visible_parquet(spark, store.resolve(descriptor(desc).dir))
+
+
+def row_hash(df: DataFrame) -> Column:
+    """Each row's hash over its visible columns in name order (hidden columns and column order
+    left out: a replay's rows carry provenance columns the run's do not). Spark does not hash
+    maps: a map column is hashed as its JSON."""
+    types = {f.name: f.dataType for f in df.schema.fields}
+    cols = [F.to_json(F.col(_quoted(c))) if isinstance(types[c], T.MapType) else F.col(_quoted(c))
+            for c in sorted(c for c in types if not is_hidden(c))]
+    return F.xxhash64(*cols).cast("decimal(38,0)")
+
+
+def fingerprint_metrics(df: DataFrame) -> list[Column]:
+    """A relation's fingerprint as two aggregate columns for :meth:`DataFrame.observe` — ``n``,
+    its rows, and ``s``, the sum of their :func:`row_hash` — so the job that writes it computes it
+    too: equal multisets of rows have equal fingerprints (and unequal ones almost surely not),
+    whatever the row order and the hidden columns."""
+    zero = F.lit(0).cast("decimal(38,0)")
+    return [F.count(F.lit(1)).alias("n"), F.coalesce(F.sum(row_hash(df)), zero).alias("s")]
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def observed_fingerprint(observation: Any) -> tuple[int, int] | None:
+    """The fingerprint an ``Observation`` of :func:`fingerprint_metrics` saw, or ``None`` when
+    its job did not report it."""
+    jo = observation._jo
+    if jo is None or not jo.future().isCompleted():
+        return None
+    got = observation.get
+    if "n" not in got or "s" not in got:
+        return None
+    return int(got["n"]), int(got["s"])
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ and where their graphs are kept, are the query layer's (docs/design.md, "Deferre
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from lipspark.workflow.execution import Executor
 from lipspark.workflow.layouts import GRAPH_DIR, Probed, store_layouts
 from lipspark.workflow.coarse import output_descriptor, state_read, written_state
 from lipspark.workflow.numbering import blocks
-from lipspark.workflow.relations import StoredRelation, descriptor, relation_frame, stored_files
+from lipspark.workflow.relations import StoredRelation, descriptor, observed_fingerprint, relation_frame, stored_files
 
 __all__ = ["replay_invocation", "Replayed", "GRAPH_DIR"]
 
@@ -125,14 +126,30 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
         frames[rname] = ex._read(inv, module.relation(rname), state_read(store, workflow, every, n, node, rname), "s")
     result = ex._call(inv, frames)
     outputs, state = ex._store_results(inv, result)
-    # what it wrote must be what the deferred run stored, with the probed layouts
-    written = [(f"output {r} of {node}", rec["outputs"][node][r], d) for r, d in outputs.items()]
-    written += [(f"state {r} of module {module.name}", written_state(store, n, node, r), d) for r, d in state.items()]
-    prints = _fingerprints(spark, [f for _, a, b in written for f in (relation_frame(spark, store, a), StoredRelation(store.resolve(b.dir)).frame(spark))])
-    for i, (what, a, _) in enumerate(written):
-        if prints[2 * i] != prints[2 * i + 1]:
+    # what it wrote must be what the deferred run stored, with the probed layouts: compared by
+    # the fingerprints the writing jobs observed (the run's, kept in store.json, and this
+    # replay's), or, where either is missing (a store written before), by reading both back
+    written = [(f"output {r} of {node}", descriptor(rec["outputs"][node][r]), d) for r, d in outputs.items()]
+    written += [(f"state {r} of module {module.name}", _stored_state(store, rec, n, node, r), d) for r, d in state.items()]
+    pairs: list[tuple[Any, Any]] = []
+    unread = []
+    for what, a, b in written:
+        mine = ex._fingerprints.pop(store.resolve(b.dir), None)
+        seen = None if mine is None else observed_fingerprint(mine)
+        if a.fingerprint is not None and seen is not None:
+            pairs.append((a.fingerprint, seen))
+        else:
+            unread.append(len(pairs))
+            pairs.append((None, None))
+    if unread:
+        both = [f for i in unread for f in (relation_frame(spark, store, written[i][1]), StoredRelation(store.resolve(written[i][2].dir)).frame(spark))]
+        prints = _fingerprints(spark, both)
+        for j, i in enumerate(unread):
+            pairs[i] = (prints[2 * j], prints[2 * j + 1])
+    for (what, _, _), (stored, replayed) in zip(written, pairs):
+        if stored != replayed:
             raise StoreError(f"replaying execution {n}'s invocation of {node} gave another {what} than the run stored "
-                             f"({prints[2 * i + 1][0]} rows vs {prints[2 * i][0]} stored): the module is not deterministic, so its "
+                             f"({replayed[0]} rows vs {stored[0]} stored): the module is not deterministic, so its "
                              "provenance cannot be deferred; run the workflow with --capture eager")
     probed = layouts[node]["writes"]
     for r in [*outputs, *state]:
@@ -143,6 +160,14 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
                              "provenance cannot be deferred; run the workflow with --capture eager")
     assert ex.builder is not None
     return Replayed(n, node, ex.builder.collect() if collect else [], outputs, state)
+
+
+def _stored_state(store: Store, rec: dict[str, Any], n: int, node: str, rname: str) -> RelationDescriptor:
+    """State ``rname`` as node ``node`` wrote it in execution ``n`` of the deferred store, with the
+    fingerprint the run recorded for it (``state_fingerprints``), if any."""
+    d = written_state(store, n, node, rname)
+    fp = rec.get("state_fingerprints", {}).get(d.dir)
+    return d if fp is None else dataclasses.replace(d, fingerprint=(int(fp[0]), int(fp[1])))
 
 
 class _Replayer(Executor):

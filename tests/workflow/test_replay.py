@@ -208,3 +208,103 @@ def test_the_state_scheme_gives_every_output_the_polynomial_and_what_if_of_the_c
     wa, wb = delete(a, [token]), delete(b, [token])
     shown = {int(i) for i in a.ids.tolist()}
     assert {(c.node, str(c.after)) for c in wa.values} == {(c.node, str(c.after)) for c in wb.values if c.node in shown}
+
+
+def _copy(store: Store, where) -> str:
+    import shutil
+
+    shutil.copytree(store.root, str(where), ignore=shutil.ignore_patterns("replays"))
+    return str(where)
+
+
+def _edit_fingerprints(root: str, change) -> None:
+    import json
+
+    path = os.path.join(root, "store.json")
+    with open(path) as fh:
+        meta = json.load(fh)
+    for rec in meta["executions"]:
+        for key in ("outputs", "state"):
+            for rels in rec[key].values():
+                for d in rels.values():
+                    change(d)
+        prints = rec.get("state_fingerprints", {})
+        for k in list(prints):
+            d = {"dir": k, "fingerprint": prints[k]}
+            change(d)
+            if "fingerprint" in d:
+                prints[k] = d["fingerprint"]
+            else:
+                del prints[k]
+    with open(path, "w") as fh:
+        json.dump(meta, fh)
+
+
+def test_a_deferred_run_records_the_fingerprint_its_files_give(spark, car_stores):
+    """Each output and state relation a deferred run writes carries in store.json the fingerprint
+    its writing job observed: the one reading its files back gives."""
+    from lipspark.workflow.materialize import _fingerprints
+    from lipspark.workflow.relations import descriptor, relation_frame
+
+    _, deferred = car_stores
+    seen = []
+    for rec in deferred.executions:
+        for key in ("outputs", "state"):
+            for rels in rec[key].values():
+                for d in rels.values():
+                    if d["dir"].startswith("executions/"):
+                        seen.append(descriptor(d))
+        # every state relation written, also those a later invocation of the module replaced
+        assert {d.dir for d in seen if "/state/" in d.dir and d.dir.startswith(rec["dir"])} <= set(rec["state_fingerprints"])
+        seen += [dataclasses.replace(descriptor({"dir": k}), fingerprint=(int(v[0]), int(v[1]))) for k, v in rec["state_fingerprints"].items()]
+    assert seen and all(d.fingerprint is not None for d in seen)
+    assert _fingerprints(spark, [relation_frame(spark, deferred, d) for d in seen]) == [d.fingerprint for d in seen]
+    assert any(d.fingerprint[0] == 0 for d in seen) and any(d.fingerprint[0] > 1 for d in seen)  # empty relations too
+
+
+def test_a_replay_checks_what_it_writes_by_fingerprints_without_reading_the_run_back(spark, car_stores, tmp_path, monkeypatch):
+    import lipspark.workflow.materialize as materialize
+
+    eager, deferred = car_stores
+    read_back = materialize._fingerprints
+
+    def unread(*args, **kwargs):
+        raise AssertionError("the replay read a relation back to check it")
+
+    monkeypatch.setattr(materialize, "_fingerprints", unread)
+    rep = replay_invocation(deferred, 3, "dealer1_bid", str(tmp_path / "ok"), spark=spark)
+    assert _compare(eager, deferred, rep, 3, "dealer1_bid") > 0
+    # a fingerprint the replay does not give again is a mismatch: one line, and nothing left behind
+    wrong = _copy(deferred, tmp_path / "wrong")
+    _edit_fingerprints(wrong, lambda d: d.__setitem__("fingerprint", [d["fingerprint"][0], "1"]) if "fingerprint" in d else None)
+    with pytest.raises(StoreError, match=r"replaying execution 3's invocation of dealer1_bid gave another (output|state) .* than the run "
+                                         r"stored .* the module is not deterministic") as err:
+        replay_invocation(Store.open(wrong), 3, "dealer1_bid", str(tmp_path / "bad"), spark=spark)
+    assert "\n" not in str(err.value) and not os.path.exists(tmp_path / "bad")
+    monkeypatch.undo()
+    # a store written before fingerprints were kept: the replay reads both back, as it did
+    old = _copy(deferred, tmp_path / "old")
+    _edit_fingerprints(old, lambda d: d.pop("fingerprint", None))
+    calls = []
+    monkeypatch.setattr(materialize, "_fingerprints", lambda spark, frames: calls.append(len(frames)) or read_back(spark, frames))
+    rep = replay_invocation(Store.open(old), 3, "dealer1_bid", str(tmp_path / "old-replay"), spark=spark)
+    assert calls and calls[0] == 2 * (len(rep.outputs) + len(rep.state))
+
+
+def test_a_replay_of_a_module_that_is_not_deterministic_fails_and_leaves_nothing(spark, tmp_path):
+    from tests.workflow.test_materialize import NONDETERMINISTIC
+
+    wf = tmp_path / "noisy.py"
+    wf.write_text(NONDETERMINISTIC)
+    d = str(tmp_path / "deferred")
+    run(str(wf), graph_dir=d, spark=spark, capture="deferred")
+    store = Store.open(d)
+    for i in range(8):  # the replay loads the definition afresh: its NOISE differs with chance 1/2 each time
+        target = tmp_path / f"r{i}"
+        try:
+            replay_invocation(store, 1, "pick", str(target), spark=spark)
+        except StoreError as err:
+            assert "output Out of pick" in str(err) and "not deterministic" in str(err) and "--capture eager" in str(err)
+            assert not target.exists()
+            return
+    pytest.fail("eight replays of a module filtering by a random parity all agreed with the run")
