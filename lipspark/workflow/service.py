@@ -26,7 +26,6 @@ it is evaluated.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import select

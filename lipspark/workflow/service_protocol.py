@@ -17,6 +17,7 @@ True
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ from lipspark.errors import StoreError
 from lipspark.store import Store
 from lipspark.workflow.layouts import REPLAYS_DIR
 
-__all__ = ["SERVICE_FILE", "LOCK_FILE", "find_service", "replay_by_service", "request", "socket_path", "read_info", "write_info", "info_path", "alive"]
+__all__ = ["SERVICE_FILE", "LOCK_FILE", "find_service", "replay_by_service", "request", "socket_path", "read_info", "write_info", "info_path", "alive", "lock_held"]
 
 #: The service's record, under the store's ``replays`` directory: pid, socket, start time, warm or not.
 SERVICE_FILE = "service.json"
@@ -75,13 +76,34 @@ def write_info(root: str, doc: dict[str, Any]) -> None:
 
 
 def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, exited and not yet reaped, does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def lock_held(root: str) -> bool:
+    """Whether a service holds the store's service lock (``replays/service.lock``, taken with
+    ``flock`` for as long as it runs: the kernel drops it when the service exits, however)."""
+    try:
+        fd = os.open(os.path.join(root, REPLAYS_DIR, LOCK_FILE), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # closing the descriptor releases a lock this call took
+    return False
 
 
 def request(path: str, doc: dict[str, Any], *, timeout: float | None) -> dict[str, Any] | None:
@@ -106,15 +128,17 @@ def request(path: str, doc: dict[str, Any], *, timeout: float | None) -> dict[st
 
 def find_service(root: str) -> dict[str, Any] | None:
     """The record of the replay service running for the store at ``root`` (``pid``, ``socket``,
-    ``started``, ``warm``, ``idle``), or ``None`` when none runs (a record whose process is gone
-    is removed)."""
+    ``started``, ``warm``, ``idle``), or ``None`` when none runs (a record left by a service that
+    is gone is removed)."""
     info = read_info(root)
     if info is None:
         return None
     pid = info.get("pid")
-    if not isinstance(pid, int) or not alive(pid):
+    # the lock, not the pid alone, says a service runs: a pid is reused once its process is gone
+    if not isinstance(pid, int) or not alive(pid) or not lock_held(root):
         try:
-            os.remove(info_path(root))
+            if (read_info(root) or {}).get("pid") == pid:  # not a record a new service wrote meanwhile
+                os.remove(info_path(root))
         except OSError:
             pass
         return None

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from lipspark.store import Store
 from lipspark.workflow import service_protocol as protocol
@@ -43,3 +44,25 @@ def test_a_long_store_path_gets_its_socket_in_the_temporary_directory(tmp_path):
     path = protocol.socket_path(deep)
     assert len(path.encode()) <= 100 and os.path.dirname(path) != os.path.join(deep, "replays")
     assert protocol.socket_path(deep) == path  # the same store, the same socket
+
+
+def test_a_record_naming_a_live_process_that_holds_no_service_lock_is_stale(tmp_path):
+    """A pid is reused once its process is gone: the record names this (live) test process, but
+    no service holds the store's lock, so no service runs and nobody is signalled to stop."""
+    from lipspark.workflow import service
+
+    root = str(tmp_path)
+    _record(root, pid=os.getpid(), socket=str(tmp_path / "s.sock"), warm=True)
+    assert protocol.find_service(root) is None
+    assert not os.path.exists(os.path.join(root, "replays", protocol.SERVICE_FILE))
+    _record(root, pid=os.getpid(), socket=str(tmp_path / "s.sock"), warm=True)
+    assert service.stop_service(root) is None
+
+
+def test_a_zombie_is_not_alive():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while protocol.alive(proc.pid) and time.monotonic() < deadline:  # exited, not reaped: a zombie
+        time.sleep(0.05)
+    assert not protocol.alive(proc.pid)
+    proc.wait()
