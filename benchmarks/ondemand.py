@@ -16,6 +16,13 @@ invocations it replayed, their replay time against the same invocations' time in
 run (the target: ≤ 3× for the query confined to one invocation, plus the query), and the same
 query on the store once everything it needs is replayed (the second time a user asks).
 
+With ``--ab-service`` each first query runs also with a warm replay service (``lipspark serve``,
+started on the fresh copy and waited for until its warm-up ends), interleaved with the runs
+without one (``--no-cold``: only with it); the invocations it replayed are then re-run plainly in
+this process (:func:`lipspark.workflow.rerun.rerun_invocation`, a warm JVM) right after, the
+plain time on the machine as it is at that moment. ``--eager`` times the same queries on an
+eager store of the same run (made once with ``lipspark run``, medians of at least 5).
+
 Each query's first and again figures are medians of ``--repeat`` runs (default 5), each on a
 fresh copy; with ``--ab-archive`` each first query runs also with the JVM class archive turned
 off (``LIPSPARK_CLASS_ARCHIVE=off``, :mod:`lipspark.class_archive`), interleaved. ``--keep DIR``
@@ -85,6 +92,28 @@ def _lipspark(*args: str) -> str:
     if p.returncode != 0:
         raise SystemExit(f"lipspark {' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
     return p.stdout
+
+
+_RERUN: dict[str, Any] = {}
+
+
+def _plain_reruns(store: str, invocations: list[tuple[int, str]]) -> float:
+    """Seconds to re-run ``invocations`` plainly (provenance off, stored inputs and state, their
+    outputs compared with the stored ones: :func:`lipspark.workflow.rerun.rerun_invocation`) in
+    this process's Spark, warmed by one such re-run first."""
+    from lipspark.workflow.materialize import store_workflow
+    from lipspark.workflow.rerun import rerun_invocation
+
+    st = Store.open(store)
+    if "workflow" not in _RERUN:
+        _RERUN["spark"] = get_spark(app_name="lipspark-bench-ondemand")
+        _RERUN["workflow"] = store_workflow(st)
+        for n, node in invocations:
+            rerun_invocation(st, n, node, spark=_RERUN["spark"], workflow=_RERUN["workflow"])
+    t0 = time.perf_counter()
+    for n, node in invocations:
+        rerun_invocation(st, n, node, spark=_RERUN["spark"], workflow=_RERUN["workflow"])
+    return time.perf_counter() - t0
 
 
 def _eager_store(where: str, cars: int, executions: int) -> str:
@@ -179,7 +208,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         for name, text in queries.items():
             firsts, agains, offs, replay_s, plain_s = [], [], [], [], []
-            served, served_again, served_replay_s, served_plain_s = [], [], [], []
+            served, served_again, served_replay_s, served_plain_s, served_rerun_s = [], [], [], [], []
             replayed: list[dict[str, Any]] = []
             for i in range(args.repeat):
                 if args.ab_service:
@@ -189,6 +218,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     first = _query(copy, text)
                     done = _replayed(copy)
                     first["warm_up_s"] = warmed
+                    # the same invocations re-run plainly in this process's warm JVM, right after:
+                    # the plain time on the machine as it is now (the run's times saw its own load)
+                    served_rerun_s.append(_plain_reruns(copy, [(r["execution"], r["node"]) for r in done]))
                     served.append(first)
                     served_replay_s.append(sum(r["seconds"] for r in done))
                     served_plain_s.append(sum(times[(r["execution"], r["node"])] for r in done))
@@ -224,6 +256,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 results["queries"][name]["first_with_warm_service"] = {
                     **med(served), "warm_up_s": [r["warm_up_s"] for r in served], "replayed": [(r["execution"], r["node"]) for r in done], "replay_s": round(sr, 2),
                     "plain_s": round(sp, 2), "ratio_to_plain": round(sr / sp, 2) if sp else None, "again": sa,
+                    "plain_rerun_s": round(median(served_rerun_s), 2), "plain_rerun_runs_s": [round(x, 2) for x in served_rerun_s],
+                    "ratio_to_plain_rerun": round(sr / median(served_rerun_s), 2),
                     "first_minus_again_over_plain": round((med(served)["wall_s"] - sa["wall_s"]) / sp, 2) if sp else None}
             if offs:
                 results["queries"][name]["first_without_class_archive"] = med(offs)
