@@ -88,8 +88,7 @@ REFUSALS = {
     "createOrReplaceTempView": _SQL, "createTempView": _SQL, "createGlobalTempView": _SQL,
     "createOrReplaceGlobalTempView": _SQL, "registerTempTable": _SQL,
     "exceptAll": _difference.EXCEPT_ALL_INSTEAD,
-    "intersectAll": "intersect(other) for the distinct tuples of both sides (δ of each side's rows), or an inner join "
-                    "on every column (m·n copies of a tuple, each the product of its two rows)",
+    "intersectAll": _intersect.INTERSECT_ALL_INSTEAD,
     "sample": "filter(F.rand(seed) < fraction): a selection, computed once", "sampleBy": "filter(...) with F.rand(seed)",
     "randomSplit": "filter(F.rand(seed) < w) and its complement", "rdd": BLACK_BOX_HINT, "foreach": BLACK_BOX_HINT,
     "foreachPartition": BLACK_BOX_HINT, "mapInPandas": BLACK_BOX_HINT, "mapInArrow": BLACK_BOX_HINT,
@@ -98,7 +97,7 @@ REFUSALS = {
 #: Why a refused method has no rule, where the method's name does not say it.
 _WHY = {
     "exceptAll": _difference.EXCEPT_ALL_WHY,
-    "intersectAll": "min(m, n) copies of a tuple: no semiring operation takes the smaller of two multiplicities",
+    "intersectAll": _intersect.INTERSECT_ALL_WHY,
 }
 
 
