@@ -74,6 +74,8 @@ def same_tracker(frame: "AnnotatedFrame", other: Any, op: str) -> "AnnotatedFram
         raise AnnotationError(
             f"{op}: the other relation is a plain DataFrame; annotate it first "
             "(tracker.annotate(df, 'Name', key=[...])) so its rows have provenance"
+            + ("; a query of the SparkSession's spark.sql reads the views without their annotations: "
+               "query them with annotated_df.sparkSession.sql(...)" if frame.tracker.views else "")
         )
     if not isinstance(other, type(frame)):  # the rules never import the frame that calls them
         raise TypeError(f"{op}: expected an annotated frame, got {type(other).__name__}")

@@ -1,0 +1,314 @@
+"""spark.sql over annotated temporary views (lipspark/capture/sql.py).
+
+For each construct translated: (a) fidelity — the same query with provenance off (plain views,
+the SparkSession's own ``sql``) gives the same columns and rows, as multisets, nulls and
+duplicates included; (b) one set of rules — every output row's annotation (polynomial and
+values) is the one the equivalent DataFrame-method chain gives on the same annotated frames;
+(c) a few compositions against the reference evaluator; (d) every construct without a
+translation raises UnsupportedOperation naming it, in one line; and a module written with
+``df.sparkSession.sql`` runs in a workflow with provenance on and off.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from pyspark.errors import AnalysisException
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from lipspark import Tracker, UnsupportedOperation
+from lipspark.errors import AnnotationError
+from tests import reference as ref
+from tests.capture.test_join import assert_reference, reference
+from tests.util import freeze, graph_of, local_frame, multiset
+
+R = ([(1, "a", 10), (2, "a", 20), (3, "b", None), (4, None, 5), (5, "a", 10), (6, "c", 30)], "id int, k string, v int", ["id"])
+S = ([(10, "a", 1), (11, "c", 2), (12, None, 3), (13, "a", 4), (14, "d", 5)], "sid int, k string, w int", ["sid"])
+D = ([("a", 1), ("a", 1), (None, 3), (None, 3), ("b", 2)], "k string, n int", None)  # duplicate rows and nulls, no key
+RELS = {"R": R, "S": S, "D": D}
+
+
+def annotations(t: Tracker, frame) -> Counter:
+    """Each row's data, polynomial and values (as the graph prints them), as a multiset."""
+    g = graph_of(t)
+    return Counter((tuple(freeze(x) for x in r.row), str(g.polynomial(r.annotation)),
+                    tuple(sorted((c, str(g.value(r.annotation, c))) for c in r.annotation.values)))
+                   for r in frame.collect_annotated())
+
+
+def both(spark, query: str, chain=None):
+    """``query`` with provenance off and on (fidelity checked); with ``chain``, a function of the
+    annotated frames, each output row's annotation is checked to be the chain's. (tracker, result)."""
+    plain = {n: local_frame(spark, rows, schema) for n, (rows, schema, _) in RELS.items()}
+    for n, df in plain.items():
+        df.createOrReplaceTempView(n)
+    plain_out = plain["R"].sparkSession.sql(query)
+    plain_rows = plain_out.collect()
+    t = Tracker(spark)
+    ann = {n: t.annotate(local_frame(spark, rows, schema), n, key=key) for n, (rows, schema, key) in RELS.items()}
+    for n, frame in ann.items():
+        frame.createOrReplaceTempView(n)
+    out = ann["R"].sparkSession.sql(query)
+    assert out.columns == plain_out.columns
+    assert multiset(out.collect()) == multiset(plain_rows)
+    if chain is not None:
+        want = chain(**ann)
+        assert out.columns == want.columns
+        assert annotations(t, out) == annotations(t, want)
+    return t, out
+
+
+CASES = [
+    # projection and selection
+    ("SELECT id, v * 2 AS w FROM R WHERE v > 5", lambda R, **_: R.filter("v > 5").select("id", (F.col("v") * 2).alias("w"))),
+    ("SELECT k, n FROM D WHERE n < 3", lambda D, **_: D.filter(F.col("n") < 3)),
+    ("SELECT *, upper(k) AS u FROM R", lambda R, **_: R.select("*", F.upper("k").alias("u"))),
+    # grouping, aggregates, HAVING
+    ("SELECT k, count(*) AS n, sum(v) AS s FROM R WHERE v > 5 GROUP BY k HAVING count(*) > 1",
+     lambda R, **_: R.filter("v > 5").groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("s")).filter("n > 1")),
+    ("SELECT k, count(*) AS n FROM R GROUP BY k HAVING max(v) >= 20",
+     lambda R, **_: R.groupBy("k").agg(F.count("*").alias("n"), F.max("v").alias("m")).filter("m >= 20").select("k", "n")),
+    ("SELECT count(*) AS n, max(v) AS m FROM R", lambda R, **_: R.agg(F.count("*").alias("n"), F.max("v").alias("m"))),
+    ("SELECT k, sum(v) / count(v) AS mean FROM R GROUP BY k", lambda R, **_: R.groupBy("k").agg((F.sum("v") / F.count("v")).alias("mean"))),
+    ("SELECT upper(k) AS u, count(*) AS n FROM R GROUP BY 1",
+     lambda R, **_: R.groupBy(F.upper("k").alias("u")).agg(F.count("*").alias("n"))),
+    ("SELECT n, count(*) AS c, count(DISTINCT k) AS dk FROM D GROUP BY n",
+     lambda D, **_: D.groupBy("n").agg(F.count("*").alias("c"), F.count_distinct("k").alias("dk"))),
+    ("SELECT DISTINCT k, n FROM D", lambda D, **_: D.distinct()),
+    # joins
+    ("SELECT R.id, S.sid, R.k FROM R JOIN S ON R.k = S.k",
+     lambda R, S, **_: R.alias("R").join(S.alias("S"), F.col("R.k") == F.col("S.k")).select("R.id", "S.sid", "R.k")),
+    ("SELECT * FROM R JOIN S USING (k)", lambda R, S, **_: R.join(S, ["k"])),
+    ("SELECT * FROM R LEFT JOIN S USING (k)", lambda R, S, **_: R.join(S, ["k"], "left")),
+    ("SELECT * FROM R RIGHT OUTER JOIN S ON R.k = S.k",
+     lambda R, S, **_: R.alias("R").join(S.alias("S"), F.col("R.k") == F.col("S.k"), "right")),
+    ("SELECT * FROM R FULL OUTER JOIN S ON R.k = S.k AND S.w > 1",
+     lambda R, S, **_: R.alias("R").join(S.alias("S"), (F.col("R.k") == F.col("S.k")) & (F.col("S.w") > 1), "full")),
+    ("SELECT * FROM R LEFT SEMI JOIN S ON R.k = S.k", lambda R, S, **_: R.join(S, "k", "left_semi").select("id", "k", "v")),
+    ("SELECT * FROM R LEFT ANTI JOIN S USING (k)", lambda R, S, **_: R.join(S, ["k"], "left_anti")),
+    ("SELECT R.id, S.sid FROM R, S WHERE R.k = S.k",
+     lambda R, S, **_: R.alias("R").join(S.alias("S"), F.col("R.k") == F.col("S.k")).select("R.id", "S.sid")),
+    ("SELECT R.id, S.sid FROM R CROSS JOIN S WHERE R.v < S.w * 10",
+     lambda R, S, **_: R.alias("R").crossJoin(S.alias("S")).filter(F.col("R.v") < F.col("S.w") * 10).select("R.id", "S.sid")),
+    ("SELECT a.id, b.id AS other FROM R a JOIN R b ON a.k = b.k AND a.id < b.id",
+     lambda R, **_: R.alias("a").join(R.alias("b"), F.expr("a.k = b.k AND a.id < b.id")).select("a.id", F.col("b.id").alias("other"))),
+    # subqueries in WHERE: semi and anti joins
+    ("SELECT * FROM R WHERE k IN (SELECT k FROM S WHERE w > 1)",
+     lambda R, S, **_: R.join(S.filter("w > 1").select("k"), "k", "left_semi").select("id", "k", "v")),
+    ("SELECT * FROM R WHERE v > 5 AND EXISTS (SELECT 1 FROM S WHERE S.k = R.k)",
+     lambda R, S, **_: R.filter("v > 5").join(S, "k", "left_semi").select("id", "k", "v")),
+    ("SELECT * FROM R WHERE NOT EXISTS (SELECT * FROM S WHERE k = R.k)",
+     lambda R, S, **_: R.join(S, "k", "left_anti").select("id", "k", "v")),
+    ("SELECT * FROM R WHERE k IN (SELECT k FROM R WHERE v >= 20)",
+     lambda R, **_: R.alias("o").join(R.filter("v >= 20").alias("i"), F.col("o.k") == F.col("i.k"), "left_semi")),
+    # set operations
+    ("SELECT k FROM R UNION ALL SELECT k FROM S", lambda R, S, **_: R.select("k").union(S.select("k"))),
+    ("SELECT k FROM R UNION SELECT k FROM S", lambda R, S, **_: R.select("k").union(S.select("k")).distinct()),
+    ("SELECT k FROM R EXCEPT SELECT k FROM S", lambda R, S, **_: R.select("k").subtract(S.select("k"))),
+    ("SELECT k FROM R INTERSECT SELECT k FROM D", lambda R, D, **_: R.select("k").intersect(D.select("k"))),
+    # CTEs and derived tables
+    ("WITH big AS (SELECT * FROM R WHERE v >= 10) SELECT b.k, count(*) AS n FROM big b GROUP BY b.k",
+     lambda R, **_: R.filter("v >= 10").groupBy("k").agg(F.count("*").alias("n"))),
+    ("SELECT x.k, x.n, S.sid FROM (SELECT k, count(*) AS n FROM R GROUP BY k) AS x JOIN S ON x.k = S.k",
+     lambda R, S, **_: R.groupBy("k").agg(F.count("*").alias("n")).alias("x").join(S.alias("S"), F.col("x.k") == F.col("S.k"))
+     .select("x.k", "x.n", "S.sid")),
+    # order and limit (ties broken: plain Spark's choice among ties is its own)
+    ("SELECT id, v FROM R WHERE v IS NOT NULL ORDER BY v DESC, id LIMIT 3",
+     lambda R, **_: R.filter("v IS NOT NULL").orderBy(F.desc("v"), "id").limit(3).select("id", "v")),
+    ("SELECT id FROM R ORDER BY v NULLS LAST, id LIMIT 2", lambda R, **_: R.orderBy(F.asc_nulls_last("v"), "id").limit(2).select("id")),
+    ("SELECT k FROM R GROUP BY k ORDER BY count(*) DESC, k LIMIT 2",
+     lambda R, **_: R.groupBy("k").agg(F.count("*").alias("c")).orderBy(F.desc("c"), "k").limit(2).select("k")),
+    ("SELECT k, n FROM D UNION ALL SELECT k, v FROM R ORDER BY 2 DESC, 1 LIMIT 4",
+     lambda R, D, **_: D.union(R.select("k", "v")).orderBy(F.desc("n"), "k").limit(4)),
+    # window functions, through the window rule
+    ("SELECT id, k, sum(v) OVER (PARTITION BY k) AS tot FROM R",
+     lambda R, **_: R.select("id", "k", F.sum("v").over(Window.partitionBy("k")).alias("tot"))),
+]
+
+
+@pytest.mark.parametrize("query, chain", CASES, ids=[q for q, _ in CASES])
+def test_sql_is_the_dataframe_chain(spark, query, chain):
+    both(spark, query, chain)
+
+
+def test_sql_against_the_reference_evaluator(spark):
+    """Three compositions, each row's polynomial the reference evaluator's."""
+    r, s = reference("R", R), reference("S", S)
+    t, out = both(spark, "SELECT DISTINCT R.k FROM R JOIN S ON R.k = S.k WHERE R.v > 5")
+    want = ref.distinct(ref.select(ref.join(ref.filter_rows(r, ref.compare("v", ">", 5)), ref.select(s, ["k", "sid"]), ["k"]), ["k"]))
+    assert_reference(t, out, want)
+    t, out = both(spark, "SELECT k FROM R WHERE NOT EXISTS (SELECT 1 FROM S WHERE S.k = R.k) UNION ALL SELECT k FROM S WHERE w > 2")
+    want = ref.union(ref.select(ref.anti_join(r, ref.select(s, ["k"]), ["k"]), ["k"]),
+                     ref.select(ref.filter_rows(s, ref.compare("w", ">", 2)), ["k"]))
+    assert_reference(t, out, want)
+    t, out = both(spark, "SELECT k FROM S INTERSECT SELECT k FROM R WHERE k IN (SELECT k FROM S WHERE w < 4)")
+    inner = ref.select(ref.filter_rows(s, ref.compare("w", "<", 4)), ["k"])
+    want = ref.intersect(ref.select(s, ["k"]), ref.select(ref.semi_join(r, inner, ["k"]), ["k"]))
+    assert_reference(t, out, want)
+
+
+# ---------------------------------------------------------------------- what already went through the rules
+@pytest.mark.parametrize("text, columns", [
+    (lambda R: R.selectExpr("id", "v * 2 AS w", "upper(k) AS u"),
+     lambda R: R.select("id", (F.col("v") * 2).alias("w"), F.upper("k").alias("u"))),
+    (lambda R: R.select(F.expr("coalesce(v, 0) + 1").alias("w")), lambda R: R.select((F.coalesce("v", F.lit(0)) + 1).alias("w"))),
+    (lambda R: R.filter("v > 5 AND k = 'a'"), lambda R: R.filter((F.col("v") > 5) & (F.col("k") == "a"))),
+    (lambda R: R.groupBy("k").agg(F.expr("count(*) AS n")).where("n > 1"),
+     lambda R: R.groupBy("k").agg(F.count("*").alias("n")).where(F.col("n") > 1)),
+    (lambda R: R.selectExpr("id", "sum(v) OVER (PARTITION BY k) AS tot"),
+     lambda R: R.select("id", F.sum("v").over(Window.partitionBy("k")).alias("tot"))),
+])
+def test_sql_text_in_dataframe_methods_is_the_column_api(spark, text, columns):
+    """selectExpr, F.expr and filter("...") are Column or string arguments of the rules: the
+    same annotations as the Column API, and the same data as plain Spark."""
+    t = Tracker(spark)
+    ann = t.annotate(local_frame(spark, *R[:2]), "R", key=R[2])
+    plain = local_frame(spark, *R[:2])
+    out = text(ann)
+    assert out.columns == text(plain).columns and multiset(out.collect()) == multiset(text(plain).collect())
+    assert annotations(t, out) == annotations(t, columns(ann))
+
+
+# ---------------------------------------------------------------------- views, sessions, names
+def _tracker(spark):
+    t = Tracker(spark)
+    return t, {n: t.annotate(local_frame(spark, rows, schema), n, key=key) for n, (rows, schema, key) in RELS.items()}
+
+
+def test_a_view_is_the_trackers_and_sparks_plain_data_too(spark):
+    t, f = _tracker(spark)
+    f["R"].createOrReplaceTempView("cars_sql")
+    assert t.views == ["cars_sql"] and t.view("CARS_SQL") is f["R"]  # names as Spark compares them
+    assert multiset(spark.table("cars_sql").collect()) == multiset(f["R"].to_plain().collect())  # what provenance off would see
+    session = f["R"].sparkSession
+    assert session.conf.get("spark.sql.caseSensitive") == spark.conf.get("spark.sql.caseSensitive")  # the rest is Spark's
+    table = session.table("cars_sql")
+    assert annotations(t, table) == annotations(t, f["R"])
+    other = Tracker(spark)  # another module invocation: the view is not its own
+    with pytest.raises(UnsupportedOperation, match="without annotations") as err:
+        other.annotate(local_frame(spark, *S[:2]), "S", key=S[2]).sparkSession.sql("SELECT * FROM cars_sql")
+    assert "\n" not in str(err.value) and "cars_sql" in str(err.value)
+    with pytest.raises(AnalysisException):  # taken: Spark's own error, as plain createTempView gives
+        f["S"].createTempView("cars_sql")
+
+
+def test_a_plain_spark_view_is_refused_and_a_missing_one_is_sparks_error(spark):
+    t, f = _tracker(spark)
+    local_frame(spark, *S[:2]).createOrReplaceTempView("plain_only")
+    assert len(spark.sql("SELECT * FROM plain_only").collect()) == 5  # provenance off: read as it is
+    with pytest.raises(UnsupportedOperation, match=r"'plain_only', a Spark table or view that is not an annotated view"):
+        f["R"].sparkSession.sql("SELECT * FROM plain_only")
+    f["R"].createOrReplaceTempView("r_sql")
+    with pytest.raises(UnsupportedOperation, match="without annotations"):
+        f["R"].sparkSession.sql("SELECT r_sql.id FROM r_sql JOIN plain_only USING (k)")
+    with pytest.raises(AnalysisException, match="TABLE_OR_VIEW_NOT_FOUND"):
+        f["R"].sparkSession.sql("SELECT * FROM no_such_view_anywhere")
+    with pytest.raises(AnalysisException):  # an invalid query fails as plain Spark fails
+        f["R"].sparkSession.sql("SELECT id, count(*) FROM r_sql GROUP BY k")
+
+
+def test_a_plain_dataframe_from_the_sparksessions_sql_cannot_pass_as_annotated(spark):
+    """spark.sql on the real SparkSession reads the plain views: its result is a plain DataFrame,
+    which every rule taking another relation refuses, saying how to query with annotations."""
+    t, f = _tracker(spark)
+    f["S"].createOrReplaceTempView("s_plain_read")
+    plain = spark.sql("SELECT * FROM s_plain_read")
+    with pytest.raises(AnnotationError, match=r"sparkSession\.sql"):
+        f["R"].join(plain, "k")
+
+
+def test_cte_names_shadow_views_and_a_view_is_replaced(spark):
+    t, f = _tracker(spark)
+    f["R"].createOrReplaceTempView("shadowed")
+    f["S"].createOrReplaceTempView("other_sql")
+    out = f["R"].sparkSession.sql("WITH shadowed AS (SELECT sid AS id FROM other_sql) SELECT id FROM shadowed")
+    assert sorted(r.id for r in out.collect()) == [10, 11, 12, 13, 14]
+    f["D"].createOrReplaceTempView("shadowed")
+    assert f["R"].sparkSession.sql("SELECT * FROM shadowed").columns == ["k", "n"]
+
+
+# ---------------------------------------------------------------------- refusals
+REFUSED = [
+    ("SELECT k FROM R EXCEPT ALL SELECT k FROM S", "SQL EXCEPT ALL", "subtract(other)"),
+    ("SELECT k FROM R INTERSECT ALL SELECT k FROM S", "SQL INTERSECT ALL", "intersect(other)"),
+    ("SELECT * FROM R NATURAL JOIN S", "SQL NATURAL JOIN", "USING"),
+    ("SELECT * FROM R WHERE k NOT IN (SELECT k FROM S)", "SQL NOT IN (SELECT", "NOT EXISTS"),
+    ("SELECT id, (SELECT max(w) FROM S) AS m FROM R", "SQL subquery in the select list", "crossJoin"),
+    ("SELECT * FROM R WHERE v > (SELECT avg(w) FROM S)", "SQL subquery in WHERE", "crossJoin"),
+    ("SELECT * FROM R WHERE k = 'a' OR EXISTS (SELECT 1 FROM S WHERE S.k = R.k)", "SQL subquery in WHERE", "joined by AND"),
+    ("SELECT * FROM R WHERE EXISTS (SELECT k FROM S GROUP BY k)", "SQL EXISTS over a query with GROUP BY", "left semi join"),
+    ("SELECT k, sum(v) FROM R GROUP BY ROLLUP(k)", "SQL GROUP BY ROLLUP", "rollup"),
+    ("SELECT k, sum(v) FROM R GROUP BY CUBE(k)", "SQL GROUP BY CUBE", "cube"),
+    ("SELECT k, sum(v) FROM R GROUP BY GROUPING SETS ((k), ())", "SQL GROUP BY GROUPING SETS", "groupingSets"),
+    ("SELECT id, x FROM R LATERAL VIEW explode(array(1, 2)) e AS x", "SQL LATERAL VIEW", "F.explode"),
+    ("SELECT id FROM R QUALIFY row_number() OVER (ORDER BY id) = 1", "SQL QUALIFY", "derived table"),
+    ("SELECT id FROM R ORDER BY id LIMIT 2 OFFSET 1", "SQL OFFSET", "row_number"),
+    ("SELECT id FROM R SORT BY id", "SQL SORT BY", "sortWithinPartitions"),
+    ("SELECT /*+ BROADCAST(S) */ R.id FROM R JOIN S USING (k)", "SQL a query hint", "df.hint"),
+    ("SELECT k, rank() OVER (ORDER BY count(*)) AS r FROM R GROUP BY k", "SQL window function in a query with GROUP BY", "derived table"),
+    ("SELECT 1 AS one", "SQL SELECT without FROM", "annotated view"),
+    ("SELECT * FROM VALUES (1, 2) AS t(a, b)", "SQL VALUES", "tracker.annotate"),
+    ("SELECT * FROM R PIVOT (sum(v) FOR k IN ('a', 'b'))", "SQL PIVOT", "pivot"),
+    ("DROP VIEW R", "SQL statement DROP", "queries"),
+    ("INSERT INTO R VALUES (7, 'z', 1)", "SQL statement INSERT", "queries"),
+    ("SELECT * FROM R; SELECT * FROM S", "SQL text of 2 statements", "one query"),
+]
+
+
+@pytest.mark.parametrize("query, name, instead", REFUSED, ids=[q for q, _, _ in REFUSED])
+def test_an_untranslated_construct_names_itself_and_the_alternative(spark, query, name, instead):
+    t, f = _tracker(spark)
+    for n, frame in f.items():
+        frame.createOrReplaceTempView(n)
+    with pytest.raises(UnsupportedOperation) as err:
+        f["R"].sparkSession.sql(query)
+    message = str(err.value)
+    assert name in message and instead in message and "Instead:" in message and "\n" not in message
+    assert t.view("R") is f["R"] and spark.catalog.tableExists("R")  # a statement is refused, never run
+
+
+def test_parameters_and_global_views_are_refused(spark):
+    _, f = _tracker(spark)
+    f["R"].createOrReplaceTempView("r_params")
+    with pytest.raises(UnsupportedOperation, match="SQL parameters"):
+        f["R"].sparkSession.sql("SELECT * FROM r_params WHERE id = :x", args={"x": 1})
+    for name in ("createGlobalTempView", "createOrReplaceGlobalTempView", "registerTempTable"):
+        with pytest.raises(UnsupportedOperation, match=name):
+            getattr(f["R"], name)
+
+
+# ---------------------------------------------------------------------- in a workflow
+def _sql_workflow():
+    from lipspark.workflow import Module, Workflow, WorkflowDefinition
+
+    def logic(Cars):
+        Cars.createOrReplaceTempView("cars")
+        return {"Counts": Cars.sparkSession.sql(
+            "SELECT Model, count(*) AS n FROM cars WHERE Price > 100 GROUP BY Model HAVING count(*) > 1")}
+
+    m = Module("counts", inputs={"Cars": "CarId string, Model string, Price int"}, outputs={"Counts": "Model string, n bigint"},
+               keys={"Cars": ["CarId"]}, logic=logic)
+    wf = Workflow("sqlcars", [m]).node("counts", "counts", input=True, output=True)
+    rows = [("C1", "Accord", 90), ("C2", "Civic", 120), ("C3", "Civic", 130), ("C4", "Accord", 150), ("C5", "Fit", 200),
+            ("C6", None, 300), ("C7", None, 110)]
+    return WorkflowDefinition("sqlcars", lambda p: wf, lambda s, p: {},
+                              lambda s, n, p: {"counts": {"Cars": s.createDataFrame(rows, "CarId string, Model string, Price int")}})
+
+
+def test_a_module_written_with_spark_sql_runs_with_provenance_on_and_off(spark, tmp_path):
+    from lipspark.graph.index import GraphIndex
+    from lipspark.semiring import tokens
+    from lipspark.workflow import run
+    from tests.workflow.test_execution import stored
+
+    definition = _sql_workflow()
+    on, off = str(tmp_path / "on"), str(tmp_path / "off")
+    run(definition, graph_dir=on, spark=spark, executions=1)
+    run(definition, graph_dir=off, spark=spark, executions=1, provenance=False)
+    a, b = stored(spark, on), stored(spark, off)
+    assert a == b and a[(1, "outputs", "counts", "Counts")] == Counter({("Civic", 2): 1, (None, 2): 1})
+    g = GraphIndex.load(on)
+    outs = g.nodes[(g.nodes["type"] == "o") & (g.nodes["kind"] == "p")]["id"]
+    assert sorted(sorted(t for t in tokens(g.polynomial(int(o))) if t.startswith("Cars:")) for o in outs) == [
+        ["Cars:C2", "Cars:C3"], ["Cars:C6", "Cars:C7"]]
