@@ -10,9 +10,12 @@ translation raises UnsupportedOperation naming it, in one line; and a module wri
 """
 from __future__ import annotations
 
+import os
 from collections import Counter
 
 import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
 from pyspark.errors import AnalysisException
 from pyspark.sql import Window
 from pyspark.sql import functions as F
@@ -146,6 +149,52 @@ def test_sql_against_the_reference_evaluator(spark):
     inner = ref.select(ref.filter_rows(s, ref.compare("w", "<", 4)), ["k"])
     want = ref.intersect(ref.select(s, ["k"]), ref.select(ref.semi_join(r, inner, ["k"]), ["k"]))
     assert_reference(t, out, want)
+
+
+# ---------------------------------------------------------------------- random compositions
+LEAVES = [("SELECT k, v AS x FROM R", lambda f: f["R"].select("k", F.col("v").alias("x"))),
+          ("SELECT k, w AS x FROM S", lambda f: f["S"].select("k", F.col("w").alias("x"))),
+          ("SELECT k, n AS x FROM D", lambda f: f["D"].select("k", F.col("n").alias("x")))]
+
+
+def _compose(draw, depth: int):
+    """A random query over columns (k, x) and the DataFrame chain it stands for."""
+    if depth == 0 or draw(st.integers(0, 3)) == 0:
+        return draw(st.sampled_from(LEAVES))
+    q, c = _compose(draw, depth - 1)
+    kind = draw(st.sampled_from(["filter", "distinct", "group", "union all", "union", "except", "intersect", "join", "in",
+                                 "not exists"]))
+    if kind == "filter":
+        bound = draw(st.integers(0, 12))
+        return f"SELECT k, x FROM ({q}) t WHERE x > {bound}", lambda f: c(f).filter(F.col("x") > bound)
+    if kind == "distinct":
+        return f"SELECT DISTINCT k, x FROM ({q}) t", lambda f: c(f).distinct()
+    if kind == "group":
+        return f"SELECT k, count(x) AS x FROM ({q}) t GROUP BY k", lambda f: c(f).groupBy("k").agg(F.count("x").alias("x"))
+    q2, c2 = _compose(draw, depth - 1)
+    if kind in ("union all", "union", "except", "intersect"):
+        method = {"union all": lambda a, b: a.union(b), "union": lambda a, b: a.union(b).distinct(),
+                  "except": lambda a, b: a.subtract(b), "intersect": lambda a, b: a.intersect(b)}[kind]
+        return (f"SELECT k, x FROM ({q}) l {kind.upper()} SELECT k, x FROM ({q2}) r",
+                lambda f: method(c(f), c2(f)))
+    if kind == "join":
+        return (f"SELECT a.k, a.x + b.x AS x FROM ({q}) a JOIN ({q2}) b ON a.k = b.k",
+                lambda f: c(f).alias("a").join(c2(f).alias("b"), F.col("a.k") == F.col("b.k"))
+                .select("a.k", (F.col("a.x") + F.col("b.x")).alias("x")))
+    if kind == "in":
+        return (f"SELECT k, x FROM ({q}) a WHERE k IN (SELECT k FROM ({q2}) b)",
+                lambda f: c(f).join(c2(f).select("k"), "k", "left_semi"))
+    return (f"SELECT k, x FROM ({q}) a WHERE NOT EXISTS (SELECT 1 FROM ({q2}) b WHERE b.k = a.k)",
+            lambda f: c(f).alias("a").join(c2(f).alias("b"), F.col("a.k") == F.col("b.k"), "left_anti"))
+
+
+@settings(max_examples=int(os.environ.get("LIPSPARK_PROPERTY_EXAMPLES", "8")), deadline=None,
+          phases=[Phase.explicit, Phase.reuse, Phase.generate],
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(pick=st.data())
+def test_random_sql_compositions_are_their_dataframe_chains(spark, pick):
+    query, chain = pick.draw(st.composite(lambda draw: _compose(draw, 2))())
+    both(spark, query, lambda **frames: chain(frames))
 
 
 # ---------------------------------------------------------------------- what already went through the rules
