@@ -642,8 +642,42 @@ def sql(tracker: Tracker, text: str) -> AnnotatedFrame:
         raise _refuse(f"statement {type(tree).__name__.upper()} (only queries are translated)",
                       "queries (SELECT ...); return frames from the module, which the workflow writes")
     plain = tracker.spark.sql(text)  # Spark's own analysis of the plain query: its errors, its columns
+    _check_views(tracker, tree)
+    _check_read_alike(tracker, tree, plain)
     out = _Translator(tracker).query(tree, {})
     return _as_plain_names(out, plain)
+
+
+def _check_views(tracker: Tracker, tree: exp.Expr) -> None:
+    """Refuse a query naming an annotated view whose Spark view plain code has replaced since
+    (``plain_df.createOrReplaceTempView(name)``): provenance off would read the plain frame."""
+    for table in tree.find_all(exp.Table):
+        frame = tracker.view(table.name) if not table.args.get("db") else None
+        if frame is not None and not tracker.spark.table(_quoted(table.name)).sameSemantics(frame.to_plain()):
+            raise UnsupportedOperation(
+                f"SQL over {table.name!r}, whose Spark view a plain DataFrame replaced after an annotated frame was registered "
+                "under that name: provenance off would read the plain frame's rows, which have no annotations",
+                f"register an annotated frame as {table.name!r} (df.createOrReplaceTempView), or give the plain one another name")
+
+
+def _check_read_alike(tracker: Tracker, tree: exp.Expr, plain: DataFrame) -> None:
+    """Refuse a query sqlglot reads otherwise than Spark: the translation gives Spark sqlglot's
+    text of each expression, so the query as sqlglot writes it back must be the same query to
+    Spark — the same analyzed plan (``nvl`` written ``COALESCE`` is not: the same optimized one).
+    sqlglot reads ``'it''s'`` as ``CONCAT('it', 's')`` and ``log10(x)`` as ``LOG(10, x)``, which
+    Spark computes in another way; ``rand()`` without a seed draws its seed when analyzed."""
+    commas = tree.copy()  # sqlglot reads FROM a, b as a CROSS JOIN b, which Spark plans as another join type
+    for join in commas.find_all(exp.Join):
+        if (join.kind or "").upper() == "CROSS" and not join.args.get("on") and not join.args.get("using"):
+            join.set("kind", None)
+    optimized = plain._jdf.queryExecution().optimizedPlan()
+    for text in dict.fromkeys([_sql(tree), _sql(commas)]):
+        rendered = tracker.spark.sql(text)
+        if plain.sameSemantics(rendered) or optimized.sameResult(rendered._jdf.queryExecution().optimizedPlan()):
+            return
+    raise _refuse("that sqlglot reads otherwise than Spark (such as 'it''s', log10(x), rand() without a seed): its "
+                  f"translation would compute other values than Spark computes (sqlglot reads it as: {_sql(tree)})",
+                  "write it as both read it ('it\\'s', log(10, x), rand(seed)), or with DataFrame methods")
 
 
 def _as_plain_names(out: AnnotatedFrame, plain: DataFrame) -> AnnotatedFrame:
@@ -694,6 +728,8 @@ class AnnotatedSession:
         return sql(self._tracker, f"SELECT * FROM {_quoted(tableName)}")
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_tracker":
+            raise AttributeError(name)
         return getattr(self._tracker.spark, name)
 
     def __repr__(self) -> str:

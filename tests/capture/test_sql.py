@@ -67,6 +67,8 @@ CASES = [
     ("SELECT id, v * 2 AS w FROM R WHERE v > 5", lambda R, **_: R.filter("v > 5").select("id", (F.col("v") * 2).alias("w"))),
     ("SELECT k, n FROM D WHERE n < 3", lambda D, **_: D.filter(F.col("n") < 3)),
     ("SELECT *, upper(k) AS u FROM R", lambda R, **_: R.select("*", F.upper("k").alias("u"))),
+    ("SELECT id, nvl(v, 0) AS z, current_date() IS NOT NULL AS today FROM R",  # sqlglot writes nvl as COALESCE: one query to Spark
+     lambda R, **_: R.select("id", F.coalesce("v", F.lit(0)).alias("z"), F.current_date().isNotNull().alias("today"))),
     # grouping, aggregates, HAVING
     ("SELECT k, count(*) AS n, sum(v) AS s FROM R WHERE v > 5 GROUP BY k HAVING count(*) > 1",
      lambda R, **_: R.filter("v > 5").groupBy("k").agg(F.count("*").alias("n"), F.sum("v").alias("s")).filter("n > 1")),
@@ -315,6 +317,25 @@ def test_an_untranslated_construct_names_itself_and_the_alternative(spark, query
     message = str(err.value)
     assert name in message and instead in message and "Instead:" in message and "\n" not in message
     assert t.view("R") is f["R"] and spark.catalog.tableExists("R")  # a statement is refused, never run
+
+
+@pytest.mark.parametrize("query", ["SELECT 'it''s' AS s, id FROM R", "SELECT id, log10(v) AS l FROM R", "SELECT id FROM R WHERE rand() < 0.5"])
+def test_a_query_sqlglot_reads_otherwise_than_spark_is_refused(spark, query):
+    """sqlglot reads 'it''s' as CONCAT('it', 's') and log10(x) as LOG(10, x), which Spark computes
+    otherwise: the translation, made of sqlglot's text, would compute other values."""
+    _, f = _tracker(spark)
+    f["R"].createOrReplaceTempView("R")
+    with pytest.raises(UnsupportedOperation, match="sqlglot reads otherwise than Spark") as err:
+        f["R"].sparkSession.sql(query)
+    assert "\n" not in str(err.value)
+
+
+def test_a_view_replaced_by_plain_code_is_refused(spark):
+    _, f = _tracker(spark)
+    f["R"].createOrReplaceTempView("replaced_sql")
+    local_frame(spark, *S[:2]).createOrReplaceTempView("replaced_sql")  # provenance off would read these rows
+    with pytest.raises(UnsupportedOperation, match="whose Spark view a plain DataFrame replaced"):
+        f["R"].sparkSession.sql("SELECT * FROM replaced_sql")
 
 
 def test_parameters_and_global_views_are_refused(spark):
