@@ -172,20 +172,6 @@ def _unaliased(item: exp.Expr) -> exp.Expr:
     return item.this if isinstance(item, exp.Alias) else item
 
 
-def _keep(frame: AnnotatedFrame, start: int, names: list[str]) -> AnnotatedFrame:
-    """The ``len(names)`` columns of ``frame`` from position ``start`` (the others are the
-    translation's own), named ``names``."""
-    if frame.columns == names:
-        return frame
-    kept = frame.columns[start: start + len(names)]
-    others = frame.columns[:start] + frame.columns[start + len(names):]
-    if kept == names and len(set(names)) == len(names) and not set(names) & set(others):
-        return frame.select(*[_name_col(n) for n in names])
-    # a name repeats (SELECT * over a join on a condition): rename all, keep by position, rename back
-    unique = [f"{_TEMP}c{i}" for i in range(len(frame.columns))]
-    return frame.toDF(*unique).select(*[_name_col(n) for n in unique[start: start + len(names)]]).toDF(*names)
-
-
 @dataclass(frozen=True)
 class _Source:
     """A relation of a FROM clause: the name its columns are qualified with, and its columns."""
@@ -498,40 +484,50 @@ class _Translator:
             else:
                 cols.append(_expr(item))
         aliases = {self.key(i.alias): i.this for i in items if isinstance(i, exp.Alias)}
-        source_columns = {self.key(c) for c in frame.columns}
         star = any(isinstance(i, exp.Star) or (isinstance(i, exp.Column) and isinstance(i.this, exp.Star)) for i in items)
         distinct = node.args.get("distinct") is not None
-        extras: list[Column] = []
-        resolved: list[exp.Expr] = []
-
-        def unalias(n: exp.Expr) -> exp.Expr:
-            if isinstance(n, exp.Column) and not n.table and self.key(n.name) in aliases and self.key(n.name) not in source_columns:
-                return aliases[self.key(n.name)].copy()
-            return n
-
         order = node.args.get("order")
-        for o in order.expressions if order else []:
+        ordered = list(order.expressions) if order else []
+        over_output: list[exp.Expr | None] = []  # each ORDER BY expression over the select's output, if it is one
+        for o in ordered:
             e = o.this
             same = [j for j, i in enumerate(items) if e == _unaliased(i)]
             if isinstance(e, exp.Literal) and not e.is_string:
-                resolved.append(e)  # a position: resolved over the output below
+                over_output.append(e)  # a position, resolved over the output's columns
             elif isinstance(e, exp.Column) and not e.table and self.key(e.name) in aliases:
-                resolved.append(_column(next(i.alias for i in items if isinstance(i, exp.Alias) and self.key(i.alias) == self.key(e.name))))
+                over_output.append(_column(next(i.alias for i in items if isinstance(i, exp.Alias) and self.key(i.alias) == self.key(e.name))))
             elif same and not star:
-                resolved.append(exp.Literal.number(same[0] + 1))  # a selected expression: its position
-            elif distinct:
-                raise _refuse("SELECT DISTINCT ... ORDER BY an expression not in the select list", "order by a selected column")
-            else:  # over the source's columns (a select alias inside it: its expression), computed beside the items
-                name = self.fresh("o")
-                extras.append(_expr(e.copy().transform(unalias)).alias(name))
-                resolved.append(_column(name))
-        out = frame.select(*cols, *extras)
-        names = out.columns[: len(out.columns) - len(extras)]
+                over_output.append(exp.Literal.number(same[0] + 1))  # a selected expression: its position
+            else:
+                over_output.append(None)
+        if all(e is not None for e in over_output):
+            out = frame.select(*cols)
+            names = out.columns
+            out = out.distinct() if distinct else out
+            positions = iter([e for e in over_output if e is not None])
+            return self.order_limit(out, node, lambda e: self.over_output(next(positions), names))
+        # ORDER BY an expression of the source's columns: order (and limit) the source, then select
         if distinct:
-            out = out.distinct()
-        it = iter(resolved)
-        out = self.order_limit(out, node, lambda e: self.over_output(next(it), names))
-        return _keep(out, 0, names)
+            raise _refuse("SELECT DISTINCT ... ORDER BY an expression not in the select list", "order by a selected column")
+        if any(i.find(exp.Window) for i in items):
+            raise _refuse("ORDER BY an expression not in the select list of a query with window functions",
+                          "select the expression too, and order by its alias")
+
+        def unalias(n: exp.Expr) -> exp.Expr:  # ORDER BY reads a select alias before a column of the source
+            if isinstance(n, exp.Column) and not n.table and self.key(n.name) in aliases:
+                return aliases[self.key(n.name)].copy()
+            return n
+
+        def over_source(e: exp.Expr) -> exp.Expr:
+            if isinstance(e, exp.Literal) and not e.is_string:
+                position = _int(e, "ORDER BY")
+                if star or not 1 <= position <= len(items):
+                    raise _refuse(f"ORDER BY {position} beside an expression of unselected columns", "order by names")
+                return _unaliased(items[position - 1])
+            return e.copy().transform(unalias)
+
+        resolved = iter([over_source(o.this) for o in ordered])
+        return self.order_limit(frame, node, lambda e: next(resolved)).select(*cols)
 
     # ------------------------------------------------------------------ GROUP BY, aggregates, HAVING
     def aggregate(self, frame: AnnotatedFrame, node: exp.Select, items: list[exp.Expr],
@@ -572,6 +568,12 @@ class _Translator:
         plain = frame.to_plain()
         spark_names = plain.groupBy(*key_cols).agg(*[_expr(e) for e in exprs]).columns[len(keys):] if exprs else []
         names = [_output_name(i) or spark_names[j] for j, i in enumerate(items)]
+        # the aggregation's own names: the output's, but a repeated one (SELECT a.k, b.k) its own until the end
+        seen: set[str] = set()
+        inner: list[str] = []
+        for j, n in enumerate(names):
+            inner.append(n if self.key(n) not in seen else f"{_TEMP}s{j}")
+            seen.add(self.key(n))
         extras: list[Column] = []
 
         def over_groups(e: exp.Expr, *, order: bool) -> exp.Expr:
@@ -583,12 +585,12 @@ class _Translator:
                 if isinstance(n, exp.AggFunc):
                     for j, x in enumerate(exprs):
                         if n == x:
-                            return _column(names[j])
+                            return _column(inner[j])
                     name = self.fresh("x")
                     extras.append(_expr(n).alias(name))
                     return _column(name)
                 if isinstance(n, exp.Column) and not n.table:
-                    named = [names[j] for j, i in enumerate(items) if isinstance(i, exp.Alias) and self.key(i.alias) == self.key(n.name)]
+                    named = [inner[j] for j, i in enumerate(items) if isinstance(i, exp.Alias) and self.key(i.alias) == self.key(n.name)]
                     if named and (order or not any(self.key(n.name) == self.key(c) for s in sources for c in s.columns)):
                         return _column(named[0])  # a select alias (ORDER BY prefers it; HAVING a source column)
                 return n
@@ -603,18 +605,19 @@ class _Translator:
         ordered = []
         for o in order.expressions if order else []:
             _check_no_subquery(o.this, "ORDER BY")
-            ordered.append(self.over_output(o.this, names) if isinstance(o.this, exp.Literal) else over_groups(o.this, order=True))
-        grouped = frame.groupBy(*key_cols).agg(*[_expr(e).alias(n) for e, n in zip(exprs, names)], *extras)
+            ordered.append(self.over_output(o.this, inner) if isinstance(o.this, exp.Literal) else over_groups(o.this, order=True))
+        grouped = frame.groupBy(*key_cols).agg(*[_expr(e).alias(n) for e, n in zip(exprs, inner)], *extras)
         if having_cond is not None:
             grouped = grouped.filter(_expr(having_cond))
-        start = len(keys)
         if node.args.get("distinct") is not None:
-            if any(c.name not in names for o in ordered for c in o.find_all(exp.Column)):
+            if any(c.name not in inner for o in ordered for c in o.find_all(exp.Column)):
                 raise _refuse("SELECT DISTINCT ... ORDER BY an expression not in the select list", "order by a selected column")
-            grouped, start = _keep(grouped, start, names).distinct(), 0
-        it = iter(ordered)
-        grouped = self.order_limit(grouped, node, lambda e: next(it))
-        return _keep(grouped, start, names)
+            grouped = grouped.select(*[_name_col(n) for n in inner]).distinct()
+        resolved = iter(ordered)
+        grouped = self.order_limit(grouped, node, lambda e: next(resolved))
+        if grouped.columns == names:
+            return grouped
+        return grouped.select(*[_name_col(i) if i == n else _name_col(i).alias(n) for i, n in zip(inner, names)])
 
 
 def _parse(text: str) -> exp.Expr:
@@ -684,7 +687,7 @@ def _as_plain_names(out: AnnotatedFrame, plain: DataFrame) -> AnnotatedFrame:
     """``out`` with the column names of ``plain``, whose types it must have (else the translation
     is wrong: refused, never returned)."""
     got, want = out.schema.fields, plain.schema.fields
-    if [f.dataType for f in got] != [f.dataType for f in want]:
+    if [f.dataType.simpleString() for f in got] != [f.dataType.simpleString() for f in want]:  # nullability aside
         raise AnnotationError(
             "internal: the translation of the SQL query computes columns "
             f"{', '.join(f'{f.name} {f.dataType.simpleString()}' for f in got)} where Spark computes "

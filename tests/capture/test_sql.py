@@ -22,9 +22,10 @@ from pyspark.sql import functions as F
 
 from lipspark import Tracker, UnsupportedOperation
 from lipspark.errors import AnnotationError
+from lipspark.semiring import normal_form
 from tests import reference as ref
 from tests.capture.test_join import assert_reference, reference
-from tests.util import freeze, graph_of, local_frame, multiset
+from tests.util import freeze, graph_of, local_frame, multiset, value_form
 
 R = ([(1, "a", 10), (2, "a", 20), (3, "b", None), (4, None, 5), (5, "a", 10), (6, "c", 30)], "id int, k string, v int", ["id"])
 S = ([(10, "a", 1), (11, "c", 2), (12, None, 3), (13, "a", 4), (14, "d", 5)], "sid int, k string, w int", ["sid"])
@@ -33,10 +34,11 @@ RELS = {"R": R, "S": S, "D": D}
 
 
 def annotations(t: Tracker, frame) -> Counter:
-    """Each row's data, polynomial and values (as the graph prints them), as a multiset."""
+    """Each row's data, polynomial and values (normal forms: a sum's terms in no particular
+    order), as a multiset."""
     g = graph_of(t)
-    return Counter((tuple(freeze(x) for x in r.row), str(g.polynomial(r.annotation)),
-                    tuple(sorted((c, str(g.value(r.annotation, c))) for c in r.annotation.values)))
+    return Counter((tuple(freeze(x) for x in r.row), str(normal_form(g.polynomial(r.annotation))),
+                    tuple(sorted(((c, value_form(g.value(r.annotation, c))) for c in r.annotation.values), key=lambda cv: cv[0])))
                    for r in frame.collect_annotated())
 
 
@@ -81,6 +83,10 @@ CASES = [
     ("SELECT n, count(*) AS c, count(DISTINCT k) AS dk FROM D GROUP BY n",
      lambda D, **_: D.groupBy("n").agg(F.count("*").alias("c"), F.count_distinct("k").alias("dk"))),
     ("SELECT DISTINCT k, n FROM D", lambda D, **_: D.distinct()),
+    ("SELECT k FROM R GROUP BY k HAVING k <> 'a'", lambda R, **_: R.select("k").distinct().filter("k <> 'a'")),
+    ("SELECT k, collect_list(v) AS vs FROM R GROUP BY k", lambda R, **_: R.groupBy("k").agg(F.collect_list("v").alias("vs"))),
+    ("SELECT S.k, R.k, count(*) AS n FROM R JOIN S ON R.k = S.k GROUP BY R.k, S.k",  # two outputs named k
+     lambda R, S, **_: R.alias("R").join(S.alias("S"), F.col("R.k") == F.col("S.k")).groupBy("S.k", "R.k").agg(F.count("*").alias("n"))),
     # joins
     ("SELECT R.id, S.sid, R.k FROM R JOIN S ON R.k = S.k",
      lambda R, S, **_: R.alias("R").join(S.alias("S"), F.col("R.k") == F.col("S.k")).select("R.id", "S.sid", "R.k")),
@@ -122,6 +128,8 @@ CASES = [
     ("SELECT id, v FROM R WHERE v IS NOT NULL ORDER BY v DESC, id LIMIT 3",
      lambda R, **_: R.filter("v IS NOT NULL").orderBy(F.desc("v"), "id").limit(3).select("id", "v")),
     ("SELECT id FROM R ORDER BY v NULLS LAST, id LIMIT 2", lambda R, **_: R.orderBy(F.asc_nulls_last("v"), "id").limit(2).select("id")),
+    ("SELECT v AS id, id AS v FROM R ORDER BY id DESC, v LIMIT 3",  # ORDER BY reads the select's aliases first
+     lambda R, **_: R.orderBy(F.desc("v"), "id").limit(3).select(F.col("v").alias("id"), F.col("id").alias("v"))),
     ("SELECT k FROM R GROUP BY k ORDER BY count(*) DESC, k LIMIT 2",
      lambda R, **_: R.groupBy("k").agg(F.count("*").alias("c")).orderBy(F.desc("c"), "k").limit(2).select("k")),
     ("SELECT k, n FROM D UNION ALL SELECT k, v FROM R ORDER BY 2 DESC, 1 LIMIT 4",
