@@ -357,36 +357,78 @@ def test_parameters_and_global_views_are_refused(spark):
 
 
 # ---------------------------------------------------------------------- in a workflow
-def _sql_workflow():
-    from lipspark.workflow import Module, Workflow, WorkflowDefinition
+SQL_WORKFLOW = '''
+from lipspark.workflow import Module, Workflow, WorkflowDefinition
 
-    def logic(Cars):
-        Cars.createOrReplaceTempView("cars")
-        return {"Counts": Cars.sparkSession.sql(
-            "SELECT Model, count(*) AS n FROM cars WHERE Price > 100 GROUP BY Model HAVING count(*) > 1")}
-
-    m = Module("counts", inputs={"Cars": "CarId string, Model string, Price int"}, outputs={"Counts": "Model string, n bigint"},
-               keys={"Cars": ["CarId"]}, logic=logic)
-    wf = Workflow("sqlcars", [m]).node("counts", "counts", input=True, output=True)
-    rows = [("C1", "Accord", 90), ("C2", "Civic", 120), ("C3", "Civic", 130), ("C4", "Accord", 150), ("C5", "Fit", 200),
-            ("C6", None, 300), ("C7", None, 110)]
-    return WorkflowDefinition("sqlcars", lambda p: wf, lambda s, p: {},
-                              lambda s, n, p: {"counts": {"Cars": s.createDataFrame(rows, "CarId string, Model string, Price int")}})
+CARS = "CarId string, Model string, Price int"
 
 
-def test_a_module_written_with_spark_sql_runs_with_provenance_on_and_off(spark, tmp_path):
+def counts(Cars, Sold):
+    Cars.createOrReplaceTempView("cars")
+    Sold.createOrReplaceTempView("sold")
+    return {"Counts": Cars.sparkSession.sql(
+        "SELECT Model, count(*) AS n FROM cars WHERE Price > 100 "
+        "AND NOT EXISTS (SELECT 1 FROM sold WHERE sold.CarId = cars.CarId) GROUP BY Model HAVING count(*) > 1")}
+
+
+def build(p):
+    m = Module("counts", inputs={"Cars": CARS, "Sold": "CarId string"}, outputs={"Counts": "Model string, n bigint"},
+               keys={"Cars": ["CarId"], "Sold": ["CarId"]}, logic=counts)
+    return Workflow("sqlcars", [m]).node("counts", "counts", input=True, output=True)
+
+
+def inputs(spark, n, p):
+    cars = [("C1", "Accord", 90), ("C2", "Civic", 120), ("C3", "Civic", 130), ("C4", "Accord", 150), ("C5", "Fit", 200),
+            ("C6", None, 300), ("C7", None, 110), ("C8", "Civic", 140)]
+    return {"counts": {"Cars": spark.createDataFrame(cars, CARS), "Sold": spark.createDataFrame([("C8",)], "CarId string")}}
+
+
+DEFINITION = WorkflowDefinition("sqlcars", build, lambda spark, p: {}, inputs, params={"numExec": 1})
+'''
+
+
+def test_a_module_written_with_spark_sql_runs_with_provenance_on_off_and_deferred(spark, tmp_path):
+    """The same module code runs on plain DataFrames and on annotated frames (the same stored
+    rows), its output rows' polynomials are the cars counted (C8, sold, is a ⊖ node kept out), and
+    a deferred run replays into the eager graph."""
     from lipspark.graph.index import GraphIndex
     from lipspark.semiring import tokens
-    from lipspark.workflow import run
+    from lipspark.workflow import materialize, run
     from tests.workflow.test_execution import stored
+    from tests.workflow.test_materialize import same_graph
 
-    definition = _sql_workflow()
-    on, off = str(tmp_path / "on"), str(tmp_path / "off")
-    run(definition, graph_dir=on, spark=spark, executions=1)
-    run(definition, graph_dir=off, spark=spark, executions=1, provenance=False)
+    definition = tmp_path / "sqlcars.py"
+    definition.write_text(SQL_WORKFLOW)
+    on, off, deferred = (str(tmp_path / n) for n in ("on", "off", "deferred"))
+    run(str(definition), graph_dir=on, spark=spark)
+    run(str(definition), graph_dir=off, spark=spark, provenance=False)
     a, b = stored(spark, on), stored(spark, off)
     assert a == b and a[(1, "outputs", "counts", "Counts")] == Counter({("Civic", 2): 1, (None, 2): 1})
     g = GraphIndex.load(on)
     outs = g.nodes[(g.nodes["type"] == "o") & (g.nodes["kind"] == "p")]["id"]
-    assert sorted(sorted(t for t in tokens(g.polynomial(int(o))) if t.startswith("Cars:")) for o in outs) == [
+    assert sorted(sorted(t for t in tokens(g.polynomial(int(o))) if t.startswith(("Cars:", "Sold:"))) for o in outs) == [
         ["Cars:C2", "Cars:C3"], ["Cars:C6", "Cars:C7"]]
+    (kept_out,) = g.find(label="⊖")
+    assert str(g.polynomial(kept_out)) == "Cars:C8·M_counts[1] ⊖ δ(M_counts[1]·Sold:C8)"  # the inputs, each · the invocation
+    run(str(definition), graph_dir=deferred, spark=spark, capture="deferred")
+    materialize(deferred, spark=spark)
+    same_graph(GraphIndex.load(deferred), g)
+
+
+def test_a_module_returning_the_sparksessions_sql_is_refused_with_provenance_on(spark, tmp_path):
+    """The SparkSession's own sql reads the plain views: with provenance on, its plain result
+    cannot be a module's output, and the error says how to query with annotations."""
+    from pyspark.sql import SparkSession
+
+    from lipspark.errors import WorkflowError
+    from lipspark.workflow import Module, Workflow, WorkflowDefinition, run
+
+    def logic(In):
+        In.createOrReplaceTempView("plain_read_in")
+        return {"Out": SparkSession.getActiveSession().sql("SELECT x FROM plain_read_in")}
+
+    wf = Workflow("plainsql", [Module("m", inputs={"In": "x int"}, outputs={"Out": "x int"}, logic=logic)]).node("m", "m", input=True, output=True)
+    definition = WorkflowDefinition("plainsql", lambda p: wf, lambda s, p: {}, lambda s, n, p: {"m": {"In": s.createDataFrame([(1,)], "x int")}})
+    run(definition, graph_dir=str(tmp_path / "off"), spark=spark, provenance=False)  # plain code, plain data: fine
+    with pytest.raises(WorkflowError, match=r"returned a plain DataFrame for 'Out'.*df\.sparkSession\.sql"):
+        run(definition, graph_dir=str(tmp_path / "on"), spark=spark)
