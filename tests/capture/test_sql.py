@@ -77,6 +77,7 @@ CASES = [
     ("SELECT k, count(*) AS n FROM R GROUP BY k HAVING max(v) >= 20",
      lambda R, **_: R.groupBy("k").agg(F.count("*").alias("n"), F.max("v").alias("m")).filter("m >= 20").select("k", "n")),
     ("SELECT count(*) AS n, max(v) AS m FROM R", lambda R, **_: R.agg(F.count("*").alias("n"), F.max("v").alias("m"))),
+    ("SELECT count(*) AS n FROM R HAVING count(*) > 3", lambda R, **_: R.agg(F.count("*").alias("n")).filter("n > 3")),
     ("SELECT k, sum(v) / count(v) AS mean FROM R GROUP BY k", lambda R, **_: R.groupBy("k").agg((F.sum("v") / F.count("v")).alias("mean"))),
     ("SELECT upper(k) AS u, count(*) AS n FROM R GROUP BY 1",
      lambda R, **_: R.groupBy(F.upper("k").alias("u")).agg(F.count("*").alias("n"))),
