@@ -409,11 +409,12 @@ class _Translator:
         while isinstance(sub, exp.Subquery) and not any(v for k, v in sub.args.items() if k != "this"):
             sub = sub.this
         simple = isinstance(sub, exp.Select) and not any(
-            v for k, v in sub.args.items() if k not in ("expressions", "from_", "joins", "where"))
+            v for k, v in sub.args.items() if k not in ("expressions", "from_", "joins", "where")) and not any(
+            _is_aggregate(e) or e.find(exp.Window) for e in sub.expressions)  # SELECT max(w) … has a row whatever WHERE keeps
         if not simple:
             if isinstance(node, exp.Exists):
-                raise _refuse("EXISTS over a query with GROUP BY, DISTINCT, LIMIT, a set operation or CTEs",
-                              "EXISTS (SELECT ... FROM view WHERE ...), or a left semi join with the query's result")
+                raise _refuse("EXISTS over a query with aggregates, window functions, GROUP BY, DISTINCT, LIMIT, a set "
+                              "operation or CTEs", "EXISTS (SELECT ... FROM view WHERE ...), or a left semi join with the query's result")
             result = self.query(sub, scope)
             if len(result.columns) != 1:
                 raise _refuse(f"IN over a query of {len(result.columns)} columns", "a query of one column")

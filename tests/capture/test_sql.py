@@ -112,6 +112,9 @@ CASES = [
      lambda R, S, **_: R.filter("v > 5").join(S, "k", "left_semi").select("id", "k", "v")),
     ("SELECT * FROM R WHERE NOT EXISTS (SELECT * FROM S WHERE k = R.k)",
      lambda R, S, **_: R.join(S, "k", "left_anti").select("id", "k", "v")),
+    ("SELECT * FROM R WHERE v IN (SELECT max(v) FROM R GROUP BY k)",
+     lambda R, **_: R.alias("o").join(R.groupBy("k").agg(F.max("v").alias("m")).select("m").alias("i"),
+                                      F.col("o.v") == F.col("i.m"), "left_semi")),
     ("SELECT * FROM R WHERE k IN (SELECT k FROM R WHERE v >= 20)",
      lambda R, **_: R.alias("o").join(R.filter("v >= 20").alias("i"), F.col("o.k") == F.col("i.k"), "left_semi")),
     # set operations
@@ -297,7 +300,9 @@ REFUSED = [
     ("SELECT id, (SELECT max(w) FROM S) AS m FROM R", "SQL subquery in the select list", "crossJoin"),
     ("SELECT * FROM R WHERE v > (SELECT avg(w) FROM S)", "SQL subquery in WHERE", "crossJoin"),
     ("SELECT * FROM R WHERE k = 'a' OR EXISTS (SELECT 1 FROM S WHERE S.k = R.k)", "SQL subquery in WHERE", "joined by AND"),
-    ("SELECT * FROM R WHERE EXISTS (SELECT k FROM S GROUP BY k)", "SQL EXISTS over a query with GROUP BY", "left semi join"),
+    ("SELECT * FROM R WHERE EXISTS (SELECT k FROM S GROUP BY k)", "SQL EXISTS over a query with", "left semi join"),
+    ("SELECT * FROM R WHERE EXISTS (SELECT max(w) FROM S WHERE S.k = R.k)", "SQL EXISTS over a query with aggregates",
+     "left semi join"),  # one row whatever the WHERE keeps: not a semi join on it
     ("SELECT k, sum(v) FROM R GROUP BY ROLLUP(k)", "SQL GROUP BY ROLLUP", "rollup"),
     ("SELECT k, sum(v) FROM R GROUP BY CUBE(k)", "SQL GROUP BY CUBE", "cube"),
     ("SELECT k, sum(v) FROM R GROUP BY GROUPING SETS ((k), ())", "SQL GROUP BY GROUPING SETS", "groupingSets"),
