@@ -176,8 +176,8 @@ def _compose(draw, depth: int):
     if depth == 0 or draw(st.integers(0, 3)) == 0:
         return draw(st.sampled_from(LEAVES))
     q, c = _compose(draw, depth - 1)
-    kind = draw(st.sampled_from(["filter", "distinct", "group", "union all", "union", "except", "intersect", "join", "in",
-                                 "not exists"]))
+    kind = draw(st.sampled_from(["filter", "distinct", "group", "having", "union all", "union", "except", "intersect", "join",
+                                 "left join", "full join", "in", "exists", "not exists"]))
     if kind == "filter":
         bound = draw(st.integers(0, 12))
         return f"SELECT k, x FROM ({q}) t WHERE x > {bound}", lambda f: c(f).filter(F.col("x") > bound)
@@ -185,6 +185,9 @@ def _compose(draw, depth: int):
         return f"SELECT DISTINCT k, x FROM ({q}) t", lambda f: c(f).distinct()
     if kind == "group":
         return f"SELECT k, count(x) AS x FROM ({q}) t GROUP BY k", lambda f: c(f).groupBy("k").agg(F.count("x").alias("x"))
+    if kind == "having":
+        return (f"SELECT k, sum(x) AS x FROM ({q}) t GROUP BY k HAVING count(*) > 1",
+                lambda f: c(f).groupBy("k").agg(F.sum("x").alias("x"), F.count("*").alias("n")).filter("n > 1").select("k", "x"))
     q2, c2 = _compose(draw, depth - 1)
     if kind in ("union all", "union", "except", "intersect"):
         method = {"union all": lambda a, b: a.union(b), "union": lambda a, b: a.union(b).distinct(),
@@ -195,6 +198,18 @@ def _compose(draw, depth: int):
         return (f"SELECT a.k, a.x + b.x AS x FROM ({q}) a JOIN ({q2}) b ON a.k = b.k",
                 lambda f: c(f).alias("a").join(c2(f).alias("b"), F.col("a.k") == F.col("b.k"))
                 .select("a.k", (F.col("a.x") + F.col("b.x")).alias("x")))
+    if kind == "left join":
+        return (f"SELECT a.k, coalesce(b.x, a.x) AS x FROM ({q}) a LEFT JOIN ({q2}) b ON a.k = b.k",
+                lambda f: c(f).alias("a").join(c2(f).alias("b"), F.col("a.k") == F.col("b.k"), "left")
+                .select("a.k", F.coalesce("b.x", "a.x").alias("x")))
+    if kind == "full join":
+        return (f"SELECT coalesce(a.k, b.k) AS k, a.x FROM ({q}) a FULL OUTER JOIN ({q2}) b ON a.k = b.k",
+                lambda f: c(f).alias("a").join(c2(f).alias("b"), F.col("a.k") == F.col("b.k"), "full")
+                .select(F.coalesce("a.k", "b.k").alias("k"), F.col("a.x").alias("x")))
+    if kind == "exists":
+        return (f"SELECT k, x FROM ({q}) a WHERE EXISTS (SELECT 1 FROM ({q2}) b WHERE b.k = a.k AND b.x > a.x)",
+                lambda f: c(f).alias("a").join(c2(f).alias("b"), (F.col("a.k") == F.col("b.k")) & (F.col("b.x") > F.col("a.x")),
+                                               "left_semi"))
     if kind == "in":
         return (f"SELECT k, x FROM ({q}) a WHERE k IN (SELECT k FROM ({q2}) b)",
                 lambda f: c(f).join(c2(f).select("k"), "k", "left_semi"))
