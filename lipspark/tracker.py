@@ -199,6 +199,10 @@ class Tracker:
             plain.createTempView(name)
         self._views[self._view_key(name)] = frame
 
+    def drop_view(self, name: str) -> None:
+        """Forget the annotated view ``name`` (``DROP VIEW`` through ``frame.sparkSession.sql``)."""
+        self._views.pop(self._view_key(name), None)
+
     def view(self, name: str) -> AnnotatedFrame | None:
         """The annotated frame registered as the temporary view ``name``, or ``None``."""
         return self._views.get(self._view_key(name))

@@ -634,22 +634,66 @@ def _parse(text: str) -> exp.Expr:
     return statements[0]
 
 
-def sql(tracker: Tracker, text: str) -> AnnotatedFrame:
+def sql(tracker: Tracker, text: str) -> AnnotatedFrame | DataFrame:
     """``text`` (one query) over the tracker's annotated views, as annotated frame method calls.
 
     The query is first analyzed by Spark over the plain views (an invalid query fails as plain
-    Spark fails), and the result has plain Spark's column names and types.
+    Spark fails), and the result has plain Spark's column names and types. ``CREATE [OR REPLACE]
+    TEMP VIEW v AS query`` registers the query's annotated frame as ``v`` and ``DROP VIEW v``
+    forgets it (each returns Spark's empty result); any other statement is refused, unrun.
     """
     tree = _parse(text)
+    if isinstance(tree, (exp.Create, exp.Drop)) and (tree.args.get("kind") or "").upper() == "VIEW":
+        return _view_statement(tracker, text, tree)
     if not isinstance(tree, (exp.Select, exp.SetOperation, exp.Subquery)):
         # never handed to Spark: a statement other than a query would run (create, insert, drop, set)
-        raise _refuse(f"statement {type(tree).__name__.upper()} (only queries are translated)",
-                      "queries (SELECT ...); return frames from the module, which the workflow writes")
+        raise _refuse(f"statement {type(tree).__name__.upper()} (only queries and temporary views are translated)",
+                      "queries (SELECT ...) and CREATE TEMP VIEW ... AS SELECT; return frames from the module, which the workflow writes")
     plain = tracker.spark.sql(text)  # Spark's own analysis of the plain query: its errors, its columns
+    return _translated(tracker, tree, plain)
+
+
+def _translated(tracker: Tracker, tree: exp.Expr, plain: DataFrame, names: list[str] | None = None) -> AnnotatedFrame:
+    """The query ``tree`` as the annotated frame's methods, checked against ``plain``, Spark's
+    reading of it (its columns renamed ``names``, as a view's column list does)."""
     _check_views(tracker, tree)
-    _check_read_alike(tracker, tree, plain)
+    _check_read_alike(tracker, tree, plain, names)
     out = _Translator(tracker).query(tree, {})
     return _as_plain_names(out, plain)
+
+
+def _view_statement(tracker: Tracker, text: str, tree: exp.Create | exp.Drop) -> DataFrame:
+    """``CREATE [OR REPLACE] TEMP VIEW v [(columns)] AS query`` and ``DROP VIEW [IF EXISTS] v``: Spark
+    runs the statement over the plain views (its errors, its reading of the query), then the
+    tracker registers the query's annotated frame as ``v`` (Spark's ``v`` becomes its plain data,
+    the same rows) or forgets ``v``."""
+    if isinstance(tree, exp.Drop):
+        (table,) = tree.args.get("tables") or [None]
+        if table is None or table.args.get("db"):
+            raise _refuse("DROP VIEW of several views or of a database's view", "one DROP VIEW name per sql() call")
+        if tracker.view(table.name) is None and (not tree.args.get("exists") or tracker.spark.catalog.tableExists(table.name)):
+            raise _refuse(f"DROP VIEW {table.name} (not a view this module invocation registered from an annotated frame)",
+                          "drop only the views the module registered; spark.catalog.dropTempView for others")
+        result = tracker.spark.sql(text)  # Spark drops its view (IF EXISTS over none: nothing happens)
+        tracker.drop_view(table.name)
+        return result
+    properties = tree.args.get("properties")
+    props = [type(p).__name__ for p in (properties.expressions if properties else [])]
+    target = tree.this.this if isinstance(tree.this, exp.Schema) else tree.this
+    extra = [k for k, v in tree.args.items()
+             if v and k not in ("this", "kind", "replace", "expression", "exists", "properties")]
+    if props != ["TemporaryProperty"] or extra or not isinstance(target, exp.Table) or target.args.get("db"):
+        raise _refuse("CREATE VIEW other than CREATE [OR REPLACE] TEMP VIEW name AS query (a permanent or global view "
+                      "outlives the module invocation)", "CREATE OR REPLACE TEMP VIEW name AS SELECT ..., or df.createOrReplaceTempView(name)")
+    query = tree.args["expression"]
+    if not isinstance(query, (exp.Select, exp.SetOperation, exp.Subquery)):
+        raise _refuse(f"CREATE TEMP VIEW ... AS {type(query).__name__.upper()}", "CREATE TEMP VIEW name AS SELECT ...")
+    name = target.name
+    result = tracker.spark.sql(text)  # Spark's own statement: its errors (a taken name, IF NOT EXISTS), its reading of the query
+    names = [c.name for c in tree.this.expressions] if isinstance(tree.this, exp.Schema) else None
+    frame = _translated(tracker, query, tracker.spark.table(_quoted(name)), names)
+    tracker.register_view(name, frame, replace=True)
+    return result
 
 
 def _check_views(tracker: Tracker, tree: exp.Expr) -> None:
@@ -664,7 +708,7 @@ def _check_views(tracker: Tracker, tree: exp.Expr) -> None:
                 f"register an annotated frame as {table.name!r} (df.createOrReplaceTempView), or give the plain one another name")
 
 
-def _check_read_alike(tracker: Tracker, tree: exp.Expr, plain: DataFrame) -> None:
+def _check_read_alike(tracker: Tracker, tree: exp.Expr, plain: DataFrame, names: list[str] | None = None) -> None:
     """Refuse a query sqlglot reads otherwise than Spark: the translation gives Spark sqlglot's
     text of each expression, so the query as sqlglot writes it back must be the same query to
     Spark — the same analyzed plan (``nvl`` written ``COALESCE`` is not: the same optimized one).
@@ -677,6 +721,7 @@ def _check_read_alike(tracker: Tracker, tree: exp.Expr, plain: DataFrame) -> Non
     optimized = plain._jdf.queryExecution().optimizedPlan()
     for text in dict.fromkeys([_sql(tree), _sql(commas)]):
         rendered = tracker.spark.sql(text)
+        rendered = rendered.toDF(*names) if names else rendered
         if plain.sameSemantics(rendered) or optimized.sameResult(rendered._jdf.queryExecution().optimizedPlan()):
             return
     raise _refuse("that sqlglot reads otherwise than Spark (such as 'it''s', log10(x), rand() without a seed): its "
@@ -719,8 +764,9 @@ class AnnotatedSession:
     def __init__(self, tracker: Tracker) -> None:
         self._tracker = tracker
 
-    def sql(self, sqlQuery: str, args: Any = None, **kwargs: Any) -> AnnotatedFrame:
-        """The query over the annotated views, translated into the annotated frame's methods."""
+    def sql(self, sqlQuery: str, args: Any = None, **kwargs: Any) -> AnnotatedFrame | DataFrame:
+        """The query over the annotated views, translated into the annotated frame's methods (a
+        ``CREATE TEMP VIEW … AS`` query or ``DROP VIEW``: Spark's empty result)."""
         if args is not None or kwargs:
             raise _refuse("parameters (spark.sql(query, args) or keyword arguments)",
                           "write the values into the query text and register each annotated frame it reads with "
@@ -729,7 +775,8 @@ class AnnotatedSession:
 
     def table(self, tableName: str) -> AnnotatedFrame:
         """The annotated view ``tableName`` (``spark.table``)."""
-        return sql(self._tracker, f"SELECT * FROM {_quoted(tableName)}")
+        tree = _parse(f"SELECT * FROM {_quoted(tableName)}")
+        return _translated(self._tracker, tree, self._tracker.spark.table(_quoted(tableName)))
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__") or name == "_tracker":

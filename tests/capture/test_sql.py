@@ -296,6 +296,35 @@ def test_a_plain_dataframe_from_the_sparksessions_sql_cannot_pass_as_annotated(s
         f["R"].join(plain, "k")
 
 
+def test_create_temp_view_as_a_query_and_drop_view(spark):
+    """CREATE [OR REPLACE] TEMP VIEW v AS query registers the query's annotated frame as v (the
+    same as provenance off: Spark's statement over the plain views, then its rows); DROP VIEW
+    forgets it."""
+    steps = ["CREATE OR REPLACE TEMP VIEW big_sql AS SELECT k, v FROM R WHERE v >= 10",
+             "CREATE OR REPLACE TEMP VIEW named_sql (key, value) AS SELECT k, count(*) FROM big_sql GROUP BY k"]
+    plain = {n: local_frame(spark, rows, schema) for n, (rows, schema, _) in RELS.items()}
+    for n, df in plain.items():
+        df.createOrReplaceTempView(n)
+    for q in steps:
+        assert plain["R"].sparkSession.sql(q).columns == []
+    want = plain["R"].sparkSession.sql("SELECT key, value FROM named_sql").collect()
+    t, f = _tracker(spark)
+    for n, frame in f.items():
+        frame.createOrReplaceTempView(n)
+    for q in steps:
+        assert f["R"].sparkSession.sql(q).columns == []  # Spark's empty result, as plain
+    assert t.views == ["big_sql", "d", "named_sql", "r", "s"]
+    out = f["R"].sparkSession.sql("SELECT key, value FROM named_sql")
+    assert out.columns == ["key", "value"] and multiset(out.collect()) == multiset(want)
+    chain = f["R"].filter("v >= 10").select("k", "v").groupBy("k").agg(F.count("*").alias("value")).withColumnRenamed("k", "key")
+    assert annotations(t, out) == annotations(t, chain)
+    f["R"].sparkSession.sql("DROP VIEW named_sql")
+    f["R"].sparkSession.sql("DROP VIEW IF EXISTS never_made_sql")
+    assert "named_sql" not in t.views and not spark.catalog.tableExists("named_sql")
+    with pytest.raises(AnalysisException):  # Spark's own error, as plain: dropped
+        f["R"].sparkSession.sql("SELECT * FROM named_sql")
+
+
 def test_cte_names_shadow_views_and_a_view_is_replaced(spark):
     t, f = _tracker(spark)
     f["R"].createOrReplaceTempView("shadowed")
@@ -330,7 +359,10 @@ REFUSED = [
     ("SELECT 1 AS one", "SQL SELECT without FROM", "annotated view"),
     ("SELECT * FROM VALUES (1, 2) AS t(a, b)", "SQL VALUES", "tracker.annotate"),
     ("SELECT * FROM R PIVOT (sum(v) FOR k IN ('a', 'b'))", "SQL PIVOT", "pivot"),
-    ("DROP VIEW R", "SQL statement DROP", "queries"),
+    ("DROP TABLE R", "SQL statement DROP", "queries"),
+    ("CREATE VIEW perm_sql AS SELECT * FROM R", "SQL CREATE VIEW other than CREATE [OR REPLACE] TEMP VIEW", "TEMP VIEW"),
+    ("CREATE GLOBAL TEMPORARY VIEW glob_sql AS SELECT * FROM R", "SQL CREATE VIEW other than", "createOrReplaceTempView"),
+    ("DROP VIEW plain_only", "SQL DROP VIEW plain_only (not a view this module invocation registered", "dropTempView"),
     ("INSERT INTO R VALUES (7, 'z', 1)", "SQL statement INSERT", "queries"),
     ("SELECT * FROM R; SELECT * FROM S", "SQL text of 2 statements", "one query"),
 ]
