@@ -411,10 +411,13 @@ class _Translator:
         simple = isinstance(sub, exp.Select) and not any(
             v for k, v in sub.args.items() if k not in ("expressions", "from_", "joins", "where")) and not any(
             _is_aggregate(e) or e.find(exp.Window) for e in sub.expressions)  # SELECT max(w) … has a row whatever WHERE keeps
+        if simple and isinstance(node, exp.Exists):  # only what cannot be an aggregate sqlglot does not know (SELECT 1, *, a column)
+            simple = all(isinstance(_unaliased(e), (exp.Star, exp.Literal, exp.Column, exp.Null, exp.Boolean)) for e in sub.expressions)
         if not simple:
             if isinstance(node, exp.Exists):
-                raise _refuse("EXISTS over a query with aggregates, window functions, GROUP BY, DISTINCT, LIMIT, a set "
-                              "operation or CTEs", "EXISTS (SELECT ... FROM view WHERE ...), or a left semi join with the query's result")
+                raise _refuse("EXISTS over a query selecting more than constants or columns, or with GROUP BY, DISTINCT, "
+                              "LIMIT, a set operation or CTEs (such as SELECT max(w): a row whatever WHERE keeps)",
+                              "EXISTS (SELECT 1 FROM view WHERE ...), or a left semi join with the query's result")
             result = self.query(sub, scope)
             if len(result.columns) != 1:
                 raise _refuse(f"IN over a query of {len(result.columns)} columns", "a query of one column")
