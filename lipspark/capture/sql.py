@@ -21,6 +21,8 @@ SQL                                            DataFrame methods (and so rules)
 ``SELECT DISTINCT``                            ``distinct()``
 ``UNION [ALL]``, ``EXCEPT``, ``INTERSECT``     ``union`` (+ ``distinct``), ``subtract``, ``intersect``
 ``ORDER BY``, ``LIMIT n``                      ``orderBy``, ``limit``
+``CREATE [OR REPLACE] TEMP VIEW v AS q``,      the tracker registers (forgets) ``q``'s frame
+``DROP VIEW v``                                as ``v``; Spark runs the statement too
 =============================================  ==============================================
 
 Expressions are handed back to Spark as SQL text (``F.expr``), so Spark analyzes them as plain
