@@ -226,6 +226,55 @@ def test_random_sql_compositions_are_their_dataframe_chains(spark, pick):
     both(spark, query, lambda **frames: chain(frames))
 
 
+# ---------------------------------------------------------------------- TPC-H-style SQL
+TPCH = {
+    "lineitem": ([(1, 1, 17.0, 1700.0, 0.04, "N", "1996-03-13", "1996-02-12", "1996-03-22"),
+                  (1, 2, 36.0, 3600.0, 0.09, "R", "1994-04-12", "1994-02-28", "1994-04-20"),
+                  (2, 1, 38.0, 3800.0, 0.00, "A", "1997-01-28", "1997-01-14", "1997-02-02"),
+                  (3, 1, 45.0, 4500.0, 0.06, "N", "1994-02-02", "1994-01-04", "1994-02-23")],
+                 "l_orderkey int, l_linenumber int, l_quantity double, l_extendedprice double, l_discount double, "
+                 "l_returnflag string, l_shipdate string, l_commitdate string, l_receiptdate string", ["l_orderkey", "l_linenumber"]),
+    "orders": ([(1, 7, 5000.0, "1996-01-02", "5-LOW"), (2, 8, 3800.0, "1996-12-01", "1-URGENT"), (3, 7, 4500.0, "1993-10-14", "5-LOW"),
+                (4, 9, 100.0, "1995-05-05", "2-HIGH")],
+               "o_orderkey int, o_custkey int, o_totalprice double, o_orderdate string, o_orderpriority string", ["o_orderkey"]),
+    "customer": ([(7, "Customer#7", "BUILDING"), (8, "Customer#8", "AUTOMOBILE"), (9, "Customer#9", "BUILDING"), (10, "Customer#10", None)],
+                 "c_custkey int, c_name string, c_mktsegment string", ["c_custkey"]),
+}
+TPCH_QUERIES = [  # Q1, Q3, Q4, Q13 and Q18 of TPC-H, on string dates
+    """SELECT l_returnflag, sum(l_quantity) AS sum_qty, sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price,
+       avg(l_quantity) AS avg_qty, count(*) AS count_order FROM lineitem
+       WHERE to_date(l_shipdate) <= date '1998-12-01' - interval '90' day GROUP BY l_returnflag ORDER BY l_returnflag""",
+    """SELECT l_orderkey, sum(l_extendedprice * (1 - l_discount)) AS revenue, o_orderdate FROM customer, orders, lineitem
+       WHERE c_mktsegment = 'BUILDING' AND c_custkey = o_custkey AND l_orderkey = o_orderkey AND o_orderdate < '1996-03-15'
+       GROUP BY l_orderkey, o_orderdate ORDER BY revenue DESC, o_orderdate LIMIT 10""",
+    """SELECT o_orderpriority, count(*) AS order_count FROM orders WHERE o_orderdate >= '1993-07-01' AND EXISTS
+       (SELECT * FROM lineitem WHERE l_orderkey = o_orderkey AND l_commitdate < l_receiptdate) GROUP BY o_orderpriority ORDER BY o_orderpriority""",
+    """SELECT c_count, count(*) AS custdist FROM (SELECT c_custkey, count(o_orderkey) FROM customer LEFT OUTER JOIN orders
+       ON c_custkey = o_custkey AND o_orderpriority NOT LIKE '%URGENT%' GROUP BY c_custkey) AS c_orders (c_custkey, c_count)
+       GROUP BY c_count ORDER BY custdist DESC, c_count DESC""",
+    """SELECT c_name, c_custkey, o_orderkey, o_totalprice, sum(l_quantity) FROM customer, orders, lineitem WHERE o_orderkey IN
+       (SELECT l_orderkey FROM lineitem GROUP BY l_orderkey HAVING sum(l_quantity) > 30) AND c_custkey = o_custkey
+       AND o_orderkey = l_orderkey GROUP BY c_name, c_custkey, o_orderkey, o_totalprice ORDER BY o_totalprice DESC LIMIT 100""",
+]
+
+
+@pytest.mark.parametrize("query", [pytest.param(q, id=n, marks=[pytest.mark.slow] if n in ("Q1", "Q3", "Q13") else [])
+                                   for q, n in zip(TPCH_QUERIES, ["Q1", "Q3", "Q4", "Q13", "Q18"])])
+def test_tpch_style_queries_give_plain_sparks_rows(spark, query):
+    plain = {n: local_frame(spark, rows, schema) for n, (rows, schema, _) in TPCH.items()}
+    for n, df in plain.items():
+        df.createOrReplaceTempView(n)
+    want = plain["orders"].sparkSession.sql(query).collect()
+    t = Tracker(spark)
+    ann = {n: t.annotate(local_frame(spark, rows, schema), n, key=key) for n, (rows, schema, key) in TPCH.items()}
+    for n, frame in ann.items():
+        frame.createOrReplaceTempView(n)
+    out = ann["orders"].sparkSession.sql(query)
+    assert multiset(out.collect()) == multiset(want) and len(want) > 0
+    g = graph_of(t)
+    assert all(g.polynomial(r.annotation) is not None for r in out.collect_annotated())
+
+
 # ---------------------------------------------------------------------- what already went through the rules
 @pytest.mark.parametrize("text, columns", [
     (lambda R: R.selectExpr("id", "v * 2 AS w", "upper(k) AS u"),
