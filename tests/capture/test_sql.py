@@ -374,6 +374,17 @@ def test_create_temp_view_as_a_query_and_drop_view(spark):
         f["R"].sparkSession.sql("SELECT * FROM named_sql")
 
 
+def test_a_refused_create_temp_view_leaves_no_annotated_view(spark):
+    t, f = _tracker(spark)
+    for n, frame in f.items():
+        frame.createOrReplaceTempView(n)
+    with pytest.raises(UnsupportedOperation, match="SQL EXCEPT ALL"):
+        f["R"].sparkSession.sql("CREATE OR REPLACE TEMP VIEW bag_sql AS SELECT k FROM R EXCEPT ALL SELECT k FROM S")
+    assert "bag_sql" not in t.views
+    with pytest.raises(UnsupportedOperation, match="not an annotated view"):
+        f["R"].sparkSession.sql("SELECT * FROM bag_sql")
+
+
 def test_cte_names_shadow_views_and_a_view_is_replaced(spark):
     t, f = _tracker(spark)
     f["R"].createOrReplaceTempView("shadowed")
