@@ -33,6 +33,9 @@ F.xxx(...).over(w)     annotation passes through; an aggregate         ``rules.w
                        the partition's δ
 black_box              one node labelled with the function's name   ``rules.black_box``
 cogroup                δ per key over both bags' members            ``rules.cogroup``
+createOrReplaceTemp-   the query translated into the methods above  ``capture.sql``
+View + sparkSession.   (FROM/JOIN/WHERE/GROUP BY/HAVING/DISTINCT/
+sql                    set operations/ORDER BY/LIMIT)
 =====================  ==========================================  =========================
 
 Anything else raises :class:`~lipspark.errors.UnsupportedOperation` naming what to do instead.
@@ -65,6 +68,7 @@ from lipspark.capture.rules._common import BLACK_BOX_HINT, NO_VALUE, as_list
 from lipspark.errors import AnnotationError, UnsupportedOperation
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.capture.sql import AnnotatedSession
     from lipspark.tracker import Tracker
 
 __all__ = ["AnnotatedFrame", "AnnotatedGroupedData", "AnnotatedNaFunctions", "AnnotatedRow", "Annotation", "DRIVER_WARNING"]
@@ -79,17 +83,16 @@ DRIVER_WARNING = (
 
 _WRITTEN_BY_THE_WORKFLOW = ("return the frame from the module: the workflow writes its outputs, with their provenance "
                             "(docs/store-format.md)")
-_SQL = ("call DataFrame methods on the annotated frame: spark.sql over a view would read the data without its "
-        "annotations (or annotate the result of spark.sql with tracker.annotate, as a new base relation)")
+_GLOBAL_VIEW = ("df.createOrReplaceTempView(name) and df.sparkSession.sql(...): a temporary view of the module invocation, read "
+                "with its annotations (a global view outlives the invocation, and another module would read it without them)")
 
 #: DataFrame methods without a rule, and what to do instead (any other: the generic advice).
 REFUSALS = {
     "write": _WRITTEN_BY_THE_WORKFLOW, "writeTo": _WRITTEN_BY_THE_WORKFLOW, "writeStream": _WRITTEN_BY_THE_WORKFLOW,
-    "createOrReplaceTempView": _SQL, "createTempView": _SQL, "createGlobalTempView": _SQL,
-    "createOrReplaceGlobalTempView": _SQL, "registerTempTable": _SQL,
+    "createGlobalTempView": _GLOBAL_VIEW, "createOrReplaceGlobalTempView": _GLOBAL_VIEW,
+    "registerTempTable": "createOrReplaceTempView(name), which registerTempTable is a deprecated name of",
     "exceptAll": _difference.EXCEPT_ALL_INSTEAD,
-    "intersectAll": "intersect(other) for the distinct tuples of both sides (δ of each side's rows), or an inner join "
-                    "on every column (m·n copies of a tuple, each the product of its two rows)",
+    "intersectAll": _intersect.INTERSECT_ALL_INSTEAD,
     "sample": "filter(F.rand(seed) < fraction): a selection, computed once", "sampleBy": "filter(...) with F.rand(seed)",
     "randomSplit": "filter(F.rand(seed) < w) and its complement", "rdd": BLACK_BOX_HINT, "foreach": BLACK_BOX_HINT,
     "foreachPartition": BLACK_BOX_HINT, "mapInPandas": BLACK_BOX_HINT, "mapInArrow": BLACK_BOX_HINT,
@@ -98,7 +101,7 @@ REFUSALS = {
 #: Why a refused method has no rule, where the method's name does not say it.
 _WHY = {
     "exceptAll": _difference.EXCEPT_ALL_WHY,
-    "intersectAll": "min(m, n) copies of a tuple: no semiring operation takes the smaller of two multiplicities",
+    "intersectAll": _intersect.INTERSECT_ALL_WHY,
 }
 
 
@@ -297,6 +300,27 @@ class AnnotatedFrame:
 
     def __repr__(self) -> str:
         return f"AnnotatedFrame[{', '.join(self._visible)}] (k={self._layout.k})"
+
+    # ------------------------------------------------------------------ SQL
+    def createOrReplaceTempView(self, name: str) -> None:
+        """Register this frame as the temporary view ``name`` of its tracker (the module
+        invocation): ``df.sparkSession.sql`` reads it with its annotations. Spark gets the plain
+        data under the same name, as with provenance off."""
+        self._tracker.register_view(name, self, replace=True)
+
+    def createTempView(self, name: str) -> None:
+        """As :meth:`createOrReplaceTempView`; Spark's own error if the name is taken."""
+        self._tracker.register_view(name, self, replace=False)
+
+    @property
+    def sparkSession(self) -> AnnotatedSession:
+        """The session module code reaches SQL through, as on a DataFrame: its ``sql(query)`` reads
+        the annotated views (:meth:`createOrReplaceTempView`) and returns an annotated frame
+        computed by these rules (:mod:`lipspark.capture.sql`); its other attributes are the
+        SparkSession's own."""
+        from lipspark.capture.sql import AnnotatedSession
+
+        return AnnotatedSession(self._tracker)
 
     # ------------------------------------------------------------------ projection
     def select(self, *cols: Any) -> AnnotatedFrame:

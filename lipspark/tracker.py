@@ -151,6 +151,7 @@ class Tracker:
         self._case_sensitive: bool | None = None  # read from the session's conf when first needed
         self._warned: set[str] = set()
         self.observer: Callable[[Any, Any], None] | None = None
+        self._views: dict[str, AnnotatedFrame] = {}  # temporary views of annotated frames, by name as Spark compares names
 
     def share(self, df: DataFrame) -> DataFrame:
         """Mark the input of a pipeline breaker to be computed once for the output and the graph.
@@ -185,6 +186,34 @@ class Tracker:
         if self._case_sensitive is None:
             self._case_sensitive = str(self.spark.conf.get("spark.sql.caseSensitive", "false")).lower() == "true"
         return self._case_sensitive
+
+    def register_view(self, name: str, frame: AnnotatedFrame, *, replace: bool = True) -> None:
+        """Register ``frame`` as the temporary view ``name`` of this tracker (``df.createOrReplaceTempView``):
+        ``frame.sparkSession.sql`` reads it with its annotations. Spark gets the plain data under
+        the same name too, as with provenance off (``replace=False``: Spark's own error if the
+        name is taken, as ``createTempView``)."""
+        plain = frame.to_plain()
+        if replace:
+            plain.createOrReplaceTempView(name)
+        else:
+            plain.createTempView(name)
+        self._views[self._view_key(name)] = frame
+
+    def drop_view(self, name: str) -> None:
+        """Forget the annotated view ``name`` (``DROP VIEW`` through ``frame.sparkSession.sql``)."""
+        self._views.pop(self._view_key(name), None)
+
+    def view(self, name: str) -> AnnotatedFrame | None:
+        """The annotated frame registered as the temporary view ``name``, or ``None``."""
+        return self._views.get(self._view_key(name))
+
+    @property
+    def views(self) -> list[str]:
+        """The names of the temporary views registered from annotated frames."""
+        return sorted(self._views)
+
+    def _view_key(self, name: str) -> str:
+        return name if self.case_sensitive else name.lower()
 
     def release(self) -> None:
         """Unpersist what :meth:`share` cached."""

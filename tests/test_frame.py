@@ -282,8 +282,8 @@ def test_fillna_never_touches_the_hidden_columns(spark):
 @pytest.mark.parametrize("name, says", [
     ("write", "the workflow writes"),
     ("writeTo", "the workflow writes"),
-    ("createOrReplaceTempView", "spark.sql"),
-    ("createTempView", "spark.sql"),
+    ("createGlobalTempView", "createOrReplaceTempView"),
+    ("registerTempTable", "createOrReplaceTempView"),
     ("exceptAll", "subtract(other)"),
     ("rdd", "black_box"),
 ])

@@ -208,7 +208,9 @@ class Executor:
                 self._state_prints[rel_dir] = [fingerprint[0], str(fingerprint[1])]
             return RelationDescriptor(rel_dir, files, fingerprint=fingerprint)
         if not isinstance(frame, AnnotatedFrame):
-            raise WorkflowError(f"module {inv.module.name!r} returned a plain DataFrame for {rel.name!r}; with provenance on, build it from the module's inputs and state")
+            sql = ("; spark.sql on the SparkSession reads the module's views without their annotations: query them with "
+                   "df.sparkSession.sql(...) on an annotated frame" if inv.tracker.views else "")
+            raise WorkflowError(f"module {inv.module.name!r} returned a plain DataFrame for {rel.name!r}; with provenance on, build it from the module's inputs and state{sql}")
         builder, context, layout = inv.tracker.builder, inv.tracker.context, frame.layout
         seg = inv.block.write(rel.name)
         # rows and values get nodes of their own, numbered by position (docs/design.md, "Deferred

@@ -252,3 +252,18 @@ def test_an_unknown_join_type_gets_sparks_own_error(spark):
     l_ = t.annotate(local_frame(spark, *L[:2]), "L", key=["id"])
     with pytest.raises(AnalysisException, match="UNSUPPORTED_JOIN_TYPE"):
         l_.join(l_, "k", "sideways")
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "cross"])
+def test_a_join_whose_sides_share_a_valued_column_name(spark, how):
+    """The left's aggregate column ``x`` and the right's ``x``: the name is ambiguous, so neither
+    keeps a v-node — and the left's hidden column of it goes too (it was left in, an internal error)."""
+    def q(L, M):
+        agg = L.groupBy("k").agg(F.count("x").alias("x"))
+        right = M.withColumnRenamed("y", "x")
+        if how == "cross":
+            return agg.crossJoin(right)
+        return agg.alias("a").join(right.alias("b"), F.col("a.k") == F.col("b.k"), how)
+
+    t, ann = check(spark, q, L=L, M=M)
+    assert ann.layout.values == () and len(ann.collect_annotated()) == len(q(local_frame(spark, *L[:2]), local_frame(spark, *M[:2])).collect())

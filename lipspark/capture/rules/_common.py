@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["BLACK_BOX_HINT", "NO_VALUE", "align_right", "as_list", "normalized", "same_tracker"]
+__all__ = ["BLACK_BOX_HINT", "NO_VALUE", "align_left", "align_right", "as_list", "normalized", "same_tracker"]
 
 #: The advice every unsupported operation ends with.
 BLACK_BOX_HINT = "wrap the computation in lipspark.black_box(fn, frame, ...) to keep coarse provenance"
@@ -74,6 +74,8 @@ def same_tracker(frame: "AnnotatedFrame", other: Any, op: str) -> "AnnotatedFram
         raise AnnotationError(
             f"{op}: the other relation is a plain DataFrame; annotate it first "
             "(tracker.annotate(df, 'Name', key=[...])) so its rows have provenance"
+            + ("; a query of the SparkSession's spark.sql reads the views without their annotations: "
+               "query them with annotated_df.sparkSession.sql(...)" if frame.tracker.views else "")
         )
     if not isinstance(other, type(frame)):  # the rules never import the frame that calls them
         raise TypeError(f"{op}: expected an annotated frame, got {type(other).__name__}")
@@ -108,3 +110,14 @@ def align_right(left: "AnnotatedFrame", right: "AnnotatedFrame", keys: set[str])
             cols.append(F.col(bag_col(b)).alias(bag_col(b)))
             bags.append(b)
     return rdf.select(*cols), Layout(ll.k + rl.k, tuple(values), tuple(bags))
+
+
+def align_left(left: "AnnotatedFrame", right: "AnnotatedFrame", keys: set[str]) -> "DataFrame":
+    """The left side of a join with ``right``, without the v-nodes and bags of a column name both
+    sides have (other than a join key): :func:`align_right` leaves them out of the joined layout."""
+    from lipspark.vocabulary.columns import bag_col, value_col
+
+    clash = (set(left.columns) & set(right.columns)) - keys
+    hidden = [value_col(c) for c in left.layout.values if c in clash] + [bag_col(b) for b in left.layout.bags if b in clash]
+    df = left.with_annotations()
+    return df.drop(*hidden) if hidden else df

@@ -25,7 +25,12 @@ from lipspark.vocabulary.columns import factor, is_hidden
 if TYPE_CHECKING:  # pragma: no cover
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["intersect"]
+__all__ = ["intersect", "INTERSECT_ALL_WHY", "INTERSECT_ALL_INSTEAD"]
+
+#: Why ``intersectAll`` is refused, and what to use.
+INTERSECT_ALL_WHY = "min(m, n) copies of a tuple: no semiring operation takes the smaller of two multiplicities"
+INTERSECT_ALL_INSTEAD = ("intersect(other) for the distinct tuples of both sides (δ of each side's rows), or an inner join "
+                         "on every column (m·n copies of a tuple, each the product of its two rows)")
 
 
 def intersect(left: AnnotatedFrame, other: Any) -> AnnotatedFrame:

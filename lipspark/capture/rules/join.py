@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lipspark.capture.rules._common import BLACK_BOX_HINT, align_right, same_tracker
+from lipspark.capture.rules._common import BLACK_BOX_HINT, align_left, align_right, same_tracker
 from lipspark.capture.rules.antijoin import ANTI, anti_join
 from lipspark.capture.rules.outer import OUTER, outer_join
 from lipspark.capture.rules.condition import record_join_condition
@@ -48,7 +48,7 @@ def join(left: AnnotatedFrame, other: Any, on: Any = None, how: str | None = Non
         raise UnsupportedOperation("join without a condition", "crossJoin(other) for a Cartesian product")
     keys = {on} if isinstance(on, str) else ({c for c in on if isinstance(c, str)} if isinstance(on, (list, tuple)) else set())
     aligned, layout = align_right(left, right, keys)
-    joined = left.with_annotations().join(aligned, on, "inner")
+    joined = align_left(left, right, keys).join(aligned, on, "inner")
     record_join_condition(left, right, joined, keys or None)
     return left.derive(joined, layout)
 
@@ -57,4 +57,4 @@ def cross_join(left: AnnotatedFrame, other: Any) -> AnnotatedFrame:
     """Cartesian product: every pair, each the · of its two rows."""
     right = same_tracker(left, other, "crossJoin")
     aligned, layout = align_right(left, right, set())
-    return left.derive(left.with_annotations().crossJoin(aligned), layout)
+    return left.derive(align_left(left, right, set()).crossJoin(aligned), layout)

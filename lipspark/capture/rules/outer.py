@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from lipspark.capture.rules.antijoin import join_keys, record_absent
 from lipspark.capture.rules.condition import record_join_condition
-from lipspark.capture.rules._common import align_right
+from lipspark.capture.rules._common import align_left, align_right
 from lipspark.errors import UnsupportedOperation
 from lipspark.vocabulary.columns import factor
 
@@ -46,7 +46,7 @@ def outer_join(left: AnnotatedFrame, right: AnnotatedFrame, on: Any, how: str) -
     names = join_keys(on)
     keys = set(names or [])
     aligned, layout = align_right(left, right, keys)
-    joined = left.with_annotations().join(aligned, on, how)
+    joined = align_left(left, right, keys).join(aligned, on, how)
     record_join_condition(left, right, joined, names)
     # a padded row's factors from the other side are null: 1 (factor 0), r ⊖ 0 = r
     joined = joined.withColumns({factor(i): F.coalesce(F.col(factor(i)), F.lit(0).cast("long")) for i in range(layout.k)})
