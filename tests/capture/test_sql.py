@@ -144,7 +144,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("query, chain", CASES, ids=[q for q, _ in CASES])
+#: The cases ``make test`` runs (one of each kind of translation); the others run in the slow suite.
+FAST = {0, 4, 7, 10, 17, 19, 22, 26, 27, 32, 34, 35, 39, 41}
+
+
+@pytest.mark.parametrize("query, chain", [pytest.param(q, c, id=q, marks=[] if i in FAST else [pytest.mark.slow])
+                                          for i, (q, c) in enumerate(CASES)])
 def test_sql_is_the_dataframe_chain(spark, query, chain):
     both(spark, query, chain)
 
@@ -217,6 +222,7 @@ def _compose(draw, depth: int):
             lambda f: c(f).alias("a").join(c2(f).alias("b"), F.col("a.k") == F.col("b.k"), "left_anti"))
 
 
+@pytest.mark.slow  # Spark jobs per example; CI's slow suite runs it
 @settings(max_examples=int(os.environ.get("LIPSPARK_PROPERTY_EXAMPLES", "8")), deadline=None,
           phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
