@@ -117,12 +117,21 @@ def _plain_reruns(store: str, invocations: list[tuple[int, str]]) -> float:
 
 
 def _eager_store(where: str, cars: int, executions: int) -> str:
-    """The same run with eager capture, at ``where/eager`` (made once: reused when it is there)."""
+    """The same run with eager capture, at ``where/eager`` (made once: reused when it is there),
+    executed as the deferred one is (every execution, whatever the buyer decides)."""
     path = os.path.join(where, "eager")
     if not os.path.exists(os.path.join(path, "store.json")):
         shutil.rmtree(path, ignore_errors=True)
+        definition = load_definition(CAR)
+        params = definition.with_params({"numCars": cars, "numExec": executions})
+        spark = get_spark(app_name="lipspark-bench-ondemand")
         t0 = time.perf_counter()
-        _lipspark("run", CAR, "--graph", path, "--quiet", "--param", f"numCars={cars}", "--param", f"numExec={executions}")
+        store = Store.create(path, definition.name, True, params, definition=os.path.abspath(CAR))
+        ex = Executor(spark, definition.build(params), store, provenance=True)
+        ex.initialize(definition.initial_state(spark, params))
+        for n in range(1, executions + 1):
+            ex.execute(definition.inputs(spark, n, params))
+        store.unlock()
         print(f"eager run: {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
     return path
 
