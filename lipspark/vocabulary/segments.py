@@ -34,13 +34,13 @@ import os
 import zlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 from lipspark.errors import StoreError
 from lipspark.vocabulary.ops import Op
 
 __all__ = [
-    "FORMAT_VERSION", "AGGREGATES_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
+    "FORMAT_VERSION", "AGGREGATES_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "fingerprint_json", "fingerprint_of", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
     "MonusSegment", "BOUNDARY_ROLES", "P_SCHEMES", "BASE_ID",
 ]
@@ -179,6 +179,21 @@ class PScheme:
         return cls(kind, int(d["seg"]), int(d.get("k", 1)))
 
 
+def fingerprint_json(fingerprint: "tuple[int, int]") -> list[Any]:
+    """A relation's fingerprint (rows, sum of row hashes) as ``store.json`` keeps it: the sum, which
+    may not fit a double, as a decimal string.
+
+    >>> fingerprint_json((3, 2**70)), fingerprint_of(fingerprint_json((3, 2**70))) == (3, 2**70)
+    ([3, '1180591620717411303424'], True)
+    """
+    return [int(fingerprint[0]), str(fingerprint[1])]
+
+
+def fingerprint_of(value: Sequence[Any]) -> "tuple[int, int]":
+    """The fingerprint :func:`fingerprint_json` wrote."""
+    return int(value[0]), int(value[1])
+
+
 @dataclass(frozen=True)
 class RelationDescriptor:
     """A relation stored as Parquet in a workflow store (an input, output or state).
@@ -208,7 +223,7 @@ class RelationDescriptor:
         if self.every_row:
             out["value_rows"] = "every"
         if self.fingerprint is not None:
-            out["fingerprint"] = [self.fingerprint[0], str(self.fingerprint[1])]
+            out["fingerprint"] = fingerprint_json(self.fingerprint)
         return out
 
     @classmethod
@@ -220,7 +235,7 @@ class RelationDescriptor:
             tuple(d.get("bags", [])),
             PScheme.from_json(d["p"]) if d.get("p") is not None else None,
             d.get("value_rows") == "every",
-            (int(d["fingerprint"][0]), int(d["fingerprint"][1])) if d.get("fingerprint") is not None else None,
+            fingerprint_of(d["fingerprint"]) if d.get("fingerprint") is not None else None,
         )
 
 

@@ -40,6 +40,7 @@ from lipspark.session import run_concurrently
 from lipspark.store import Store
 from lipspark.tracker import Tracker
 from lipspark.vocabulary import BaseSegment, BoundarySegment, Context, InvocationSegment, PScheme, RelationDescriptor
+from lipspark.vocabulary.segments import fingerprint_json
 from lipspark.vocabulary.ids import positional, positional_col
 from lipspark.vocabulary.lineage import LINEAGE_FILE, LINEAGE_FORMAT, LINEAGE_VERSION, RelationLineage
 from lipspark.vocabulary.tokens import key_violation
@@ -205,7 +206,7 @@ class Executor:
             obs = self._fingerprints.pop(self.store.resolve(rel_dir), None)
             fingerprint = None if obs is None else observed_fingerprint(obs)
             if kind == "collapse" and fingerprint is not None:  # a later invocation may replace the state pointer
-                self._state_prints[rel_dir] = [fingerprint[0], str(fingerprint[1])]
+                self._state_prints[rel_dir] = fingerprint_json(fingerprint)
             return RelationDescriptor(rel_dir, files, fingerprint=fingerprint)
         if not isinstance(frame, AnnotatedFrame):
             sql = ("; spark.sql on the SparkSession reads the module's views without their annotations: query them with "

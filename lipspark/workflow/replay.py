@@ -26,6 +26,7 @@ from lipspark.capture.builder import GraphBuilder
 from lipspark.errors import StoreError
 from lipspark.store import Store
 from lipspark.vocabulary import RelationDescriptor, Segment
+from lipspark.vocabulary.segments import fingerprint_of
 from lipspark.workflow.execution import Executor
 from lipspark.workflow.layouts import GRAPH_DIR, Probed, store_layouts
 from lipspark.workflow.coarse import output_descriptor, state_read, written_state
@@ -131,16 +132,9 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
     # replay's), or, where either is missing (a store written before), by reading both back
     written = [(f"output {r} of {node}", descriptor(rec["outputs"][node][r]), d) for r, d in outputs.items()]
     written += [(f"state {r} of module {module.name}", _stored_state(store, rec, n, node, r), d) for r, d in state.items()]
-    pairs: list[tuple[Any, Any]] = []
-    unread = []
-    for what, a, b in written:
-        mine = ex._fingerprints.pop(store.resolve(b.dir), None)
-        seen = None if mine is None else observed_fingerprint(mine)
-        if a.fingerprint is not None and seen is not None:
-            pairs.append((a.fingerprint, seen))
-        else:
-            unread.append(len(pairs))
-            pairs.append((None, None))
+    observed = [ex._fingerprints.pop(store.resolve(b.dir), None) for _, _, b in written]
+    pairs: list[tuple[Any, Any]] = [(a.fingerprint, None if o is None else observed_fingerprint(o)) for (_, a, _), o in zip(written, observed)]
+    unread = [i for i, (stored, replayed) in enumerate(pairs) if stored is None or replayed is None]
     if unread:
         both = [f for i in unread for f in (relation_frame(spark, store, written[i][1]), StoredRelation(store.resolve(written[i][2].dir)).frame(spark))]
         prints = _fingerprints(spark, both)
@@ -167,7 +161,7 @@ def _stored_state(store: Store, rec: dict[str, Any], n: int, node: str, rname: s
     fingerprint the run recorded for it (``state_fingerprints``), if any."""
     d = written_state(store, n, node, rname)
     fp = rec.get("state_fingerprints", {}).get(d.dir)
-    return d if fp is None else dataclasses.replace(d, fingerprint=(int(fp[0]), int(fp[1])))
+    return d if fp is None else dataclasses.replace(d, fingerprint=fingerprint_of(fp))
 
 
 class _Replayer(Executor):

@@ -256,7 +256,7 @@ def test_a_deferred_run_records_the_fingerprint_its_files_give(spark, car_stores
                         seen.append(descriptor(d))
         # every state relation written, also those a later invocation of the module replaced
         assert {d.dir for d in seen if "/state/" in d.dir and d.dir.startswith(rec["dir"])} <= set(rec["state_fingerprints"])
-        seen += [dataclasses.replace(descriptor({"dir": k}), fingerprint=(int(v[0]), int(v[1]))) for k, v in rec["state_fingerprints"].items()]
+        seen += [descriptor({"dir": k, "fingerprint": v}) for k, v in rec["state_fingerprints"].items()]
     assert seen and all(d.fingerprint is not None for d in seen)
     assert _fingerprints(spark, [relation_frame(spark, deferred, d) for d in seen]) == [d.fingerprint for d in seen]
     assert any(d.fingerprint[0] == 0 for d in seen) and any(d.fingerprint[0] > 1 for d in seen)  # empty relations too
