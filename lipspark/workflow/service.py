@@ -170,6 +170,20 @@ class _Service:
         return {"ok": True, "replayed": done}, False
 
 
+def _servable(root: str) -> Store:
+    """The deferred store at ``root``, with its ``replays`` directory (a one-line error for any other)."""
+    store = Store.open(root)
+    if store.capture != "deferred":
+        raise StoreError(f"the store at {store.root} captured its provenance {store.capture or 'never'}: only a deferred store "
+                         "has invocations to replay on demand")
+    os.makedirs(os.path.join(store.root, REPLAYS_DIR), exist_ok=True)
+    return store
+
+
+def _already(root: str, running: dict[str, Any]) -> StoreError:
+    return StoreError(f"a replay service already serves {root} (pid {running['pid']}): lipspark serve {root} --stop ends it")
+
+
 def serve(root: str, *, idle: float = 900.0, warm: float = 300.0, master: str | None = None,
           log: Callable[[str], None] | None = None) -> int:
     """Serve replays for the deferred store at ``root`` until ``idle`` seconds pass without a
@@ -177,19 +191,14 @@ def serve(root: str, *, idle: float = 900.0, warm: float = 300.0, master: str | 
     none). ``log``: where progress lines go (default: standard error). Returns the number of
     invocations replayed for requests."""
     say = log or (lambda line: print(f"lipspark serve: {line}", file=sys.stderr, flush=True))
-    store = Store.open(root)
-    if store.capture != "deferred":
-        raise StoreError(f"the store at {store.root} captured its provenance {store.capture or 'never'}: only a deferred store "
-                         "has invocations to replay on demand")
+    store = _servable(root)
     root = store.root
-    os.makedirs(os.path.join(root, REPLAYS_DIR), exist_ok=True)
     held = open(os.path.join(root, REPLAYS_DIR, LOCK_FILE), "a")  # one service a store: held while it runs
     try:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         held.close()
-        running = find_service(root) or {"pid": "?"}
-        raise StoreError(f"a replay service already serves {root} (pid {running['pid']}): lipspark serve {root} --stop ends it") from None
+        raise _already(root, find_service(root) or {"pid": "?"}) from None
     try:
         return _serve_locked(root, store, idle=idle, warm=warm, master=master, say=say)
     finally:
@@ -264,14 +273,10 @@ def start_detached(root: str, *, idle: float = 900.0, warm: float = 300.0, maste
                    timeout: float = 180.0) -> dict[str, Any]:
     """Start ``lipspark serve`` for the store at ``root`` in a process of its own (its output in
     ``replays/service.log``) and return its record once it listens (it warms up after that)."""
-    store = Store.open(root)
+    store = _servable(root)
     running = find_service(store.root)
     if running is not None:
-        raise StoreError(f"a replay service already serves {store.root} (pid {running['pid']}): lipspark serve {store.root} --stop ends it")
-    if store.capture != "deferred":
-        raise StoreError(f"the store at {store.root} captured its provenance {store.capture or 'never'}: only a deferred store "
-                         "has invocations to replay on demand")
-    os.makedirs(os.path.join(store.root, REPLAYS_DIR), exist_ok=True)
+        raise _already(store.root, running)
     args = [sys.executable, "-m", "lipspark", "serve", store.root, "--idle", f"{idle / 60:g}", "--warm", f"{warm:g}"]
     if master:
         args += ["--master", master]
