@@ -263,7 +263,10 @@ def test_a_deferred_run_records_the_fingerprint_its_files_give(spark, car_stores
 
 
 def test_a_replay_checks_what_it_writes_by_fingerprints_without_reading_the_run_back(spark, car_stores, tmp_path, monkeypatch):
-    import lipspark.workflow.materialize as materialize
+    import importlib
+
+    # the package exports a function named `materialize`, which shadows the submodule of that name
+    materialize = importlib.import_module("lipspark.workflow.materialize")
 
     eager, deferred = car_stores
     read_back = materialize._fingerprints
