@@ -77,6 +77,8 @@ _EXAMPLES = {
     ],
     "materialize": ["lipspark materialize graphs/arctic  # run with --capture deferred (lipspark run --help)"],
     "reindex": [f"lipspark reindex {_DEMO}"],
+    "partition": [f"lipspark partition {_DEMO}",
+                  f'lipspark query {_DEMO} --engine spark -e "ancestors output BestBid of agg execution 1"'],
     "serve": [
         "lipspark run workflows/car_dealership.py --executions 2 --param numCars=200 --capture deferred --graph graphs/cars-deferred",
         "lipspark serve graphs/cars-deferred --detach --idle 10  # returns once it listens; it warms up in the background",
@@ -177,6 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "(manifests and Parquet tables). The index is derived: queries check it and append or "
                              "rebuild it when it is missing or stale; this forces a rebuild. See docs/store-format.md.")
     ri.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
+    pt = command("partition", help="partition a store's graph into connected sets for the Spark query engine (query --engine spark)",
+                 description="Write the store's graph as Parquet tables partitioned by connected set (partitions/, "
+                             "beside index/), which lipspark query --engine spark reads a set at a time: a query reads "
+                             "the files of the sets its answer can reach. Derived and incremental: executions run since "
+                             "are appended, anything stale is made again (--rebuild forces it); the spark engine makes "
+                             "them itself when they are missing. See docs/store-format.md.")
+    pt.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
+    pt.add_argument("--rebuild", action="store_true", help="make them again from scratch")
     ck = command("check", help="verify every file a store names (present, size, checksum); exit 1 if any is damaged",
                  description="Verify every file the records of a store or graph directory name — stored relations, "
                              "graph tables, a deferred store's replay — against the size and CRC-32 recorded when it "
@@ -191,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--format", choices=("table", "json"), default="table", help="output format (default: table)")
     q.add_argument("--ids", action="store_true", help="tables show node ids too (JSON always has them)")
     q.add_argument("--all", action="store_true", help="tables show every row (default: the first 50)")
+    q.add_argument("--engine", choices=("memory", "spark", "auto"), default="memory",
+                   help="memory: the query-ready index in this process (default); spark: Spark jobs read the store's "
+                        "tables a connected set at a time (lipspark partition --help); auto: spark for a graph of 50M edges or more")
+    q.add_argument("--master", default=None, help="with --engine spark: Spark master URL (default: embedded local[2])")
     sh = command("shell", help="a session of queries on one graph: one statement a line, history, Tab completion, help",
                  description="Open a graph once and answer query statements line by line, as lipspark query prints "
                              "them, on one working view (a zoomout holds until reset). An error is one line and the "
@@ -369,6 +383,22 @@ def _reindex(args: Any) -> int:
     return 0
 
 
+def _partition(args: Any) -> int:
+    import time
+
+    from lipspark.graph import partitions
+
+    _materialized(args.graph)
+    t0 = time.perf_counter()
+    meta = partitions.rebuild(args.graph) if args.rebuild else partitions.update(args.graph)
+    blocks = meta["blocks"]
+    nodes, edges = sum(b["nodes"] for b in blocks), sum(b["edges"] for b in blocks)
+    sets = sum(b["sets"] for b in blocks) - (blocks[-1]["merges"][1] if blocks else 0)
+    print(f"{args.graph}: {len(blocks)} graph(s), {nodes:,} nodes, {edges:,} edges in {sets:,} connected set(s), "
+          f"in {time.perf_counter() - t0:.1f}s")
+    return 0
+
+
 def _check(args: Any) -> int:
     from lipspark.store.check import check_store
 
@@ -410,14 +440,21 @@ def _rerunner(path: str) -> Any:
     return None
 
 
-def _open_session(path: str) -> Any:
+def _open_session(path: str, engine: str = "memory", master: str | None = None) -> Any:
     """A query session on the graph at ``path``. A deferred store not replayed whole answers
     from its coarse graph and replays the invocations each answer reaches into
     (:class:`~lipspark.workflow.ondemand.DeferredGraph`); one made before state rows had nodes
-    of their own is replayed whole first (:func:`_materialized`)."""
+    of their own is replayed whole first (:func:`_materialized`). ``engine`` ``spark`` (or
+    ``auto`` on a large graph) reads the store's partitioned tables with Spark instead."""
     import os
 
-    from lipspark.query.engine import Session
+    from lipspark.query.engine import AUTO_EDGES, Session, graph_edges
+
+    if engine == "spark" or (engine == "auto" and graph_edges(path) >= AUTO_EDGES):
+        _materialized(path)
+        from lipspark.session import get_spark
+
+        return Session(path, engine="spark", spark=get_spark(master, app_name="lipspark-query"))
 
     rerun = _rerunner(path)
     if os.path.exists(os.path.join(path, "store.json")):
@@ -458,7 +495,7 @@ def _query(args: Any) -> int:
     statements = parse(text, source)  # syntax errors before the (slower) graph load
     if not os.path.isdir(args.graph):
         raise QueryError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
-    session = _open_session(args.graph)
+    session = _open_session(args.graph, args.engine, args.master)
     results = []
     for stmt in statements:
         r = session.execute(stmt)
@@ -614,6 +651,8 @@ def _main(args: Any) -> int:
             return _shell(args)
         if args.command == "reindex":
             return _reindex(args)
+        if args.command == "partition":
+            return _partition(args)
         if args.command == "serve":
             return _serve(args)
         if args.command == "check":

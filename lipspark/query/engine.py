@@ -47,7 +47,30 @@ from lipspark.semiring.semirings import Semiring
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import ordinal_of
 
-__all__ = ["Session", "Result", "node_rows", "OnDemand"]
+__all__ = ["Session", "Result", "node_rows", "OnDemand", "ENGINES", "AUTO_EDGES", "graph_edges"]
+
+#: the query engines a Session given a path runs on
+ENGINES = ("memory", "spark", "auto")
+#: ``engine="auto"`` reads with Spark a graph of at least this many edges
+AUTO_EDGES = 50_000_000
+
+
+def graph_edges(path: str) -> int:
+    """The number of edges the query-ready index of the store at ``path`` records (0 when it has
+    none yet): what ``engine="auto"`` decides by, read from ``index.json`` without mapping it."""
+    import os
+
+    for where in ("index", "partitions", os.path.join("provenance", "index"), os.path.join("provenance", "partitions")):
+        name = "partitions.json" if where.endswith("partitions") else "index.json"
+        try:
+            with open(os.path.join(path, where, name)) as fh:
+                blocks = json.load(fh).get("blocks", [])
+        except (OSError, ValueError):
+            continue
+        if name == "partitions.json":
+            return sum(int(b["edges"]) for b in blocks)
+        return int(blocks[-1]["edges"]) if blocks else 0
+    return 0
 
 def _plain(v: Any) -> Any:
     if v is UNKNOWN:
@@ -295,13 +318,31 @@ class Session:
         What re-runs invocations of the graph's store for ``delete … recompute`` and ``update``
         (:class:`lipspark.workflow.Rerunner`; ``lipspark query`` and ``lipspark shell`` give one
         when the graph is a workflow store). Without it those statements say how to get one.
+    engine
+        For a path: ``"memory"`` (the default: the store's query-ready index, mapped into this
+        process), ``"spark"`` (Spark jobs read the store's partitioned tables, a connected set at
+        a time: :mod:`lipspark.query.spark_engine`) or ``"auto"`` (Spark for a graph of at least
+        :data:`AUTO_EDGES` edges). ``spark``: the Spark session the spark engine reads with.
     """
 
-    def __init__(self, graph: GraphIndex | str | OnDemand, *, rerun: Rerunner | None = None) -> None:
+    def __init__(self, graph: GraphIndex | str | OnDemand, *, rerun: Rerunner | None = None, engine: str = "memory",
+                 spark: Any = None) -> None:
         self.rerunner = rerun
         self._demand: OnDemand | None = None
-        if isinstance(graph, str):
-            self.path: str | None = graph
+        self._partial: Any = None  # the spark engine's graph, read a connected set at a time
+        self.path: str | None = None
+        if engine not in ENGINES:
+            raise QueryError(f"unknown query engine {engine!r}: expected one of {', '.join(ENGINES)}")
+        if engine != "memory" and not isinstance(graph, str):
+            raise QueryError(f"engine {engine!r} reads a store: give its path, not a graph")
+        if isinstance(graph, str) and engine != "memory" and (engine == "spark" or graph_edges(graph) >= AUTO_EDGES):
+            from lipspark.query.spark_engine import SparkGraph
+
+            self.path = graph
+            self._partial = SparkGraph(graph, spark=spark)
+            self.base = self._partial.graph()
+        elif isinstance(graph, str):
+            self.path = graph
             self.base = GraphIndex.load(graph)
         elif isinstance(graph, GraphIndex):
             self.path, self.base = None, graph
@@ -345,6 +386,9 @@ class Session:
         if self._demand is not None:
             raise QueryError("this session replays a deferred store on demand from the executions it opened with; "
                              "open a new Session to see executions run since")
+        if self._partial is not None:
+            raise QueryError("this session reads the store's partitioned tables as they were when it opened; "
+                             "open a new Session to see executions run since")
         before = len(self.base)
         self.base = GraphIndex.load(self.path)
         self._edge_reader = None
@@ -363,10 +407,23 @@ class Session:
             raise QueryError(f"statement {type(stmt).__name__} is not supported")
         if self._demand is not None:
             self._refine(stmt)
+        if self._partial is not None:
+            self._extend(stmt)
         result = handler(self, stmt)
         if result.graph is not None and result.edge_reader is None:
             result.edge_reader = self._edges_of_store()
         return result
+
+    # ------------------------------------------------------------------ the spark engine
+    def _extend(self, stmt: ast.Statement) -> None:
+        """Read the connected sets ``stmt``'s answer can reach that the session has not read
+        (:mod:`lipspark.query.spark_engine`), and apply the session's zooms and deletions again
+        to the graph they make."""
+        grown = self._partial.extend(stmt, self.view.zoom)
+        if grown is not None:
+            self.base = grown
+            self._edge_reader = None
+            self._replay(list(self._ops))
 
     # ------------------------------------------------------------------ fine-grained on demand
     def _refine(self, stmt: ast.Statement | None) -> None:
@@ -561,6 +618,9 @@ class Session:
             ids = np.fromiter(self._demand.pending(), dtype=np.int64)
             extra["not_replayed"] = k = int((self.view.lookup(ids) >= 0).sum()) if len(ids) else 0
             pending = f", {k} invocation(s) not replayed yet (each one node until an answer reaches into it)" if k else ""
+        if self._partial is not None:  # the spark engine: the part of the view read so far
+            extra["scope"] = "read"
+            pending = f" (the {self._partial.stats['sets']} connected set(s) read so far, not the whole view)"
         return Result(str(stmt), "view", graph=self.view, summary=f"{what}; view: {len(self.view)} nodes, {self.view.num_edges} edges"
                       + (f", zoomed out: {', '.join(zoomed)}" if zoomed else "") + pending, extra=extra)
 

@@ -1,0 +1,314 @@
+"""The Spark query engine: a store's graph read by Spark jobs, one connected set at a time.
+
+``lipspark query --engine spark`` (``Session(path, engine="spark")``) answers the query
+language without loading the graph into the process: the store's partitioned tables
+(:mod:`lipspark.graph.partitions`, Parquet partitioned by connected set) are read by Spark, and a
+statement reads the sets its answer can reach —
+
+1. its selectors are resolved by Spark jobs over the node tables (a filter on the segments the
+   selector can name: a relation, a column, a module's invocations; a node id or a token label
+   anywhere), giving the seed nodes and their sets;
+2. the seeds' sets are closed: merged sets (union–find), the sets an invocation node has edges into
+   when the seed is one, and, while modules are zoomed out, the sets a zoomed invocation joins
+   (its inputs' and outputs');
+3. the nodes and edges of those sets (and the invocation nodes with edges into them) are read by a
+   Spark job filtering the Parquet files on ``set`` — the files of the blocks holding them, the
+   row groups holding them — and indexed in memory;
+4. the statement runs on that graph, with the session's zooms and deletions applied again
+   whenever it grew.
+
+Because every answer — a trace either way, a polynomial or semiring evaluation, a deletion and
+the values it changes — lies inside the sets of its seeds (an edge never crosses two sets but
+through an invocation node, and those are leaves), answers are the in-memory engine's, node for
+node (``tests/query/test_spark_engine.py``). What a statement reads is proportional to its sets,
+not to the graph.
+
+Statements that read the whole store rather than a graph (``diff``, ``culprits``, ``sample``,
+``checks``, ``where``) and those that re-run invocations (``update``, ``delete … recompute``) are
+refused in one line naming ``--engine memory``. The sizes a view-changing statement reports
+(``zoomout``, ``delete``) are those of the part of the view read so far, and say so.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from lipspark.errors import QueryError
+from lipspark.graph.attrs import NODE_TYPES
+from lipspark.graph.index import GraphIndex
+from lipspark.graph.partitions import Partitions, set_block
+from lipspark.query import ast
+from lipspark.vocabulary import Op
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["SparkGraph", "UNSUPPORTED", "selectors_of"]
+
+#: statements the Spark engine refuses, with why
+UNSUPPORTED: dict[type, str] = {
+    ast.Diff: "it compares stored relations", ast.Culprits: "it reads a crash report", ast.Sample: "it reads a stored relation",
+    ast.Checks: "it reads the checks' verdicts", ast.Where: "it reads the store's column lineage",
+    ast.Update: "it re-runs invocations",
+}
+_SEG_COLUMNS = ("execution", "invocation", "relation", "module", "node", "column")
+_TYPES = np.array([None if t == "" else t for t in NODE_TYPES], dtype=object)
+
+
+def selectors_of(stmt: ast.Statement) -> list[ast.Selector]:
+    """The selectors a statement starts from."""
+    out: list[ast.Selector] = []
+    for name in ("target", "targets", "on"):
+        v = getattr(stmt, name, None)
+        if v is None:
+            continue
+        out.extend(v if isinstance(v, tuple) else [v])
+    return out
+
+
+def _in(col: str, values: Iterable[Any]) -> Any:
+    from pyspark.sql import functions as F
+
+    return F.col(col).isin([int(v) for v in values])
+
+
+class SparkGraph:
+    """The graph of the store at ``path``, read by Spark a connected set at a time.
+
+    ``spark``: the session to read with (default: :func:`lipspark.get_spark`, local unless
+    ``master`` names a cluster). The partitioned tables are made (or brought up to date) first if
+    this process can write the store.
+    """
+
+    def __init__(self, path: str, *, spark: SparkSession | None = None, master: str | None = None) -> None:
+        self.path = path
+        self.parts = Partitions.open(path)
+        self._spark = spark
+        self._master = master
+        import pyarrow.parquet as pq
+
+        tables = [pq.read_table(f).to_pandas() for f in self.parts.files("segments")]
+        #: the segment numbers of each block (a selector naming a relation reads the blocks holding it)
+        self._per_block = [t["seg"].to_numpy(dtype=np.int64) for t in tables]
+        seg = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=["seg", *_SEG_COLUMNS])
+        self.segments = seg.set_index("seg", drop=False)
+        self._nodes: list[pd.DataFrame] = []
+        self._edges: list[pd.DataFrame] = []
+        self._sets = np.zeros(0, dtype=np.int64)  # the sets read so far (sorted)
+        self._hub_ids: set[int] = set()  # invocation nodes read so far
+        self._graph: GraphIndex | None = None
+        self._outputs: pd.DataFrame | None = None  # every output p-node (a deletion lists those that survive)
+        #: Spark jobs run, sets and rows read (what a benchmark reports)
+        self.stats: dict[str, int] = {"jobs": 0, "sets": 0, "nodes": 0, "edges": 0}
+
+    # ------------------------------------------------------------------ Spark
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            from lipspark.session import get_spark
+
+            self._spark = get_spark(app_name="lipspark-query", master=self._master) if self._master else get_spark(app_name="lipspark-query")
+        return self._spark
+
+    def _read(self, kind: str, blocks: Sequence[int] | None, where: Any, columns: Sequence[str] | None = None) -> pd.DataFrame:
+        files = self.parts.files(kind, blocks)
+        if not files:
+            return pd.DataFrame(columns=list(columns or []))
+        df: DataFrame = self.spark.read.parquet(*files).where(where)
+        if columns is not None:
+            df = df.select(*columns)
+        self.stats["jobs"] += 1
+        return df.toArrow().to_pandas()
+
+    # ------------------------------------------------------------------ the graph read so far
+    def graph(self) -> GraphIndex:
+        """The nodes and edges of the sets read so far, indexed."""
+        if self._graph is None:
+            extra = []
+            if self._outputs is not None:  # outputs of sets not read: nodes without edges (no deletion reaches them)
+                extra = [self._outputs[~self._outputs["set"].isin(self._sets)]]
+            self._graph = _index([*self._nodes, *extra], self._edges, self.segments)
+        return self._graph
+
+    def extend(self, stmt: ast.Statement, zoomed: Iterable[str]) -> GraphIndex | None:
+        """Read the sets ``stmt``'s answer can reach that are not read yet, given the modules
+        ``zoomed`` out in the view; the graph if it grew, else None."""
+        if type(stmt) in UNSUPPORTED or (isinstance(stmt, ast.Delete) and stmt.recompute):
+            why = UNSUPPORTED.get(type(stmt), "it re-runs invocations")
+            raise QueryError(f"{stmt}: the spark engine does not answer this statement ({why}); run it with --engine memory")
+        zoomed = set(zoomed)
+        seeds: list[np.ndarray] = []
+        if isinstance(stmt, ast.ZoomOut):  # the invocations zoomed out (their own sets), and what they join
+            zoomed |= set(stmt.modules)
+            seeds.append(self._invocation_sets(stmt.modules))
+        if zoomed:
+            seeds.append(self._sets)
+        for sel in selectors_of(stmt):
+            seeds.append(self.seed_sets(sel))
+        grew = False
+        if isinstance(stmt, ast.Delete) and self._outputs is None:
+            from pyspark.sql import functions as F
+
+            self._outputs = self._read("nodes", None, (F.col("type") == int(NODE_TYPES.index("o"))) & ~F.col("is_v"))
+            self._graph, grew = None, True
+        sets = self._closure(np.unique(np.concatenate(seeds)), zoomed) if seeds else np.zeros(0, dtype=np.int64)
+        new = np.setdiff1d(sets, self._sets)
+        if len(new):
+            self._load(new)
+            grew = True
+        return self.graph() if grew else None
+
+    def _invocation_sets(self, modules: Iterable[str]) -> np.ndarray:
+        """The sets of the invocation nodes of ``modules`` (or workflow nodes), each its own."""
+        segs = self.segments
+        mods = set(modules)
+        inv = segs.loc[segs["module"].isin(mods) | segs["node"].isin(mods), "invocation"].dropna().astype("int64").unique()
+        if not len(inv):
+            return np.zeros(0, dtype=np.int64)
+        return self._read("nodes", None, _in("id", inv), ["set"])["set"].to_numpy(dtype=np.int64)
+
+    # ------------------------------------------------------------------ selectors
+    def seed_sets(self, sel: ast.Selector) -> np.ndarray:
+        """The sets of the nodes ``sel`` may select (a superset: the statement resolves it again
+        on the graph read, in its view), with those of the invocation nodes' targets."""
+        from lipspark.query.selector import resolve
+
+        cand = self._candidates(sel)
+        if not len(cand):
+            return np.zeros(0, dtype=np.int64)
+        g = _index([cand, self._witnesses()], [], self.segments)
+        try:
+            pos = resolve(g, sel)
+        except QueryError:
+            return np.zeros(0, dtype=np.int64)  # the statement says what is wrong, on the graph read
+        ids = np.asarray(g.ids[pos], dtype=np.int64)
+        ids = ids[np.isin(ids, cand["id"].to_numpy(dtype=np.int64))]
+        hit = cand[cand["id"].isin(ids)]
+        sets = hit["set"].to_numpy(dtype=np.int64)
+        hubs = hit.loc[hit["op"] == int(Op.INVOCATION), "id"].to_numpy(dtype=np.int64)
+        if len(hubs):
+            sets = np.concatenate([sets, self._hub_targets(hubs)])
+        return np.unique(sets)
+
+    def _segs(self, **conds: Any) -> np.ndarray:
+        s = self.segments
+        mask = np.ones(len(s), dtype=bool)
+        for c, v in conds.items():
+            mask &= s[c].isin(v if isinstance(v, (list, tuple, set)) else [v]).to_numpy()
+        return s["seg"].to_numpy(dtype=np.int64)[mask]
+
+    def _blocks_of_segs(self, segs: np.ndarray) -> list[int]:
+        """The blocks whose files hold nodes of segments ``segs`` (segments are numbered per block)."""
+        return [b for b, have in enumerate(self._per_block) if np.isin(have, segs).any()]
+
+    def _candidates(self, sel: ast.Selector) -> pd.DataFrame:
+        """Nodes ``sel`` may select: read by a Spark job filtering on what the selector names."""
+        from pyspark.sql import functions as F
+
+        if isinstance(sel, ast.NodeSel):
+            return self._read("nodes", None, F.col("id") == int(sel.id))
+        if isinstance(sel, ast.IdsSel):
+            return self._read("nodes", None, _in("id", sel.ids))
+        if isinstance(sel, ast.TokenSel):
+            rel = sel.label.split(":", 1)[0]
+            segs = self._segs(relation=rel)
+            where = (F.col("label") == sel.label) & (F.col("op") == int(Op.TOKEN))
+            return self._read("nodes", self._blocks_of_segs(segs), where & _in("seg", segs)) if len(segs) else self._read("nodes", None, where)
+        if isinstance(sel, ast.InvocationSel):
+            return self._read("nodes", None, F.col("op") == int(Op.INVOCATION))
+        if isinstance(sel, ast.TupleSel):
+            segs = self._segs(relation=sel.relation)
+            if not len(segs):
+                return pd.DataFrame()
+            return self._read("nodes", self._blocks_of_segs(segs), _in("seg", segs))
+        if isinstance(sel, ast.ValueSel):
+            base = self._candidates(sel.of)
+            segs = self._segs(column=sel.column)
+            vals = self._read("nodes", self._blocks_of_segs(segs), _in("seg", segs)) if len(segs) else pd.DataFrame()
+            return pd.concat([base, vals], ignore_index=True).drop_duplicates("id") if len(vals) else base
+        raise QueryError(f"{sel}: the spark engine cannot resolve a {type(sel).__name__}")
+
+    def _witnesses(self) -> pd.DataFrame:
+        """One node per segment, selected by no selector (op ·, a p-node, no type), so that what a
+        selector asks of the whole graph — which relations and modules there are, whether a name
+        is a module or a workflow node — is answered as on the whole graph."""
+        seg = self.segments["seg"].to_numpy(dtype=np.int64)
+        return pd.DataFrame({"id": np.iinfo(np.int64).min + np.arange(len(seg), dtype=np.int64), "set": -1, "is_v": False,
+                             "op": np.int8(int(Op.TIMES)), "type": np.int8(0), "seg": seg, "label": None, "value": None, "tuple": None})
+
+    # ------------------------------------------------------------------ sets
+    def _hub_targets(self, hubs: np.ndarray) -> np.ndarray:
+        if not len(hubs):
+            return np.zeros(0, dtype=np.int64)
+        t = self._read("hubs", None, _in("hub", hubs), ["set"])
+        return t["set"].to_numpy(dtype=np.int64)
+
+    def _closure(self, sets: np.ndarray, zoomed: set[str]) -> np.ndarray:
+        sets = self.parts.members(sets) if len(sets) else sets
+        if not zoomed or not len(sets):
+            return sets
+        segs = self.segments
+        inv = segs.loc[segs["module"].isin(zoomed) | segs["node"].isin(zoomed), "invocation"].dropna().astype("int64").unique()
+        if not len(inv):
+            return sets
+        pairs = self._read("hubs", None, _in("hub", inv), ["hub", "set"])
+        hub = pairs["hub"].to_numpy(dtype=np.int64)
+        tgt = pairs["set"].to_numpy(dtype=np.int64)
+        rep_t = self.parts.representative(tgt)
+        while True:  # a zoomed invocation touching the sets joins all the sets it touches
+            have = self.parts.representative(sets)
+            touching = np.unique(hub[np.isin(rep_t, have)])
+            more = np.setdiff1d(self.parts.members(tgt[np.isin(hub, touching)]), sets)
+            if not len(more):
+                return sets
+            sets = np.union1d(sets, more)
+
+    def _load(self, sets: np.ndarray) -> None:
+        blocks = np.unique(set_block(sets)).tolist()
+        nodes = self._read("nodes", blocks, _in("set", sets))
+        edges = self._read("edges", blocks, _in("set", sets), ["src", "dst"])
+        self._sets = np.union1d(self._sets, sets)
+        # the invocation nodes with edges into these sets (each a set of its own)
+        srcs = np.unique(edges["src"].to_numpy(dtype=np.int64))
+        known = np.concatenate([nodes["id"].to_numpy(dtype=np.int64), *[p["id"].to_numpy(dtype=np.int64) for p in self._nodes]])
+        missing = np.setdiff1d(srcs, known)
+        if len(missing):
+            hubs = self._read("nodes", None, _in("id", missing))
+            if len(hubs) != len(missing) or (hubs["op"] != int(Op.INVOCATION)).any():
+                raise QueryError(f"the partitioned tables of {self.path} are inconsistent (an edge crosses two sets); "
+                                 f"make them again: lipspark partition --rebuild {self.path}")
+            self._hub_ids.update(hubs["id"].tolist())
+            self._sets = np.union1d(self._sets, hubs["set"].to_numpy(dtype=np.int64))
+            nodes = pd.concat([nodes, hubs], ignore_index=True)
+        self._nodes.append(nodes)
+        self._edges.append(edges)
+        self._graph = None
+        self.stats["sets"] = len(self._sets)
+        self.stats["nodes"] += len(nodes)
+        self.stats["edges"] += len(edges)
+
+
+def _index(nodes: Sequence[pd.DataFrame], edges: Sequence[pd.DataFrame], segments: pd.DataFrame) -> GraphIndex:
+    """An in-memory index of node rows as the partitioned tables keep them (with their segments' attributes)."""
+    frames = [n for n in nodes if len(n)]
+    n = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["id", "is_v", "op", "type", "seg", "label", "value", "tuple"])
+    e = pd.concat([x for x in edges if len(x)], ignore_index=True) if any(len(x) for x in edges) else pd.DataFrame({"src": [], "dst": []})
+    seg = n["seg"].to_numpy(dtype=np.int64)
+    at = segments.index.get_indexer(seg)
+    out = pd.DataFrame({"id": n["id"].to_numpy(dtype=np.int64), "kind": np.where(n["is_v"].to_numpy(dtype=bool), "v", "p"),
+                        "op": n["op"].to_numpy(dtype=np.int8), "label": n["label"].to_numpy(dtype=object), "seg": seg,
+                        "value": pd.Series([None if v is None else json.loads(v) for v in n["value"].tolist()], dtype=object),
+                        "tuple": n["tuple"].to_numpy(dtype=object), "type": _TYPES[n["type"].to_numpy(dtype=np.int64)]})
+    for c in _SEG_COLUMNS:
+        col = segments[c].to_numpy(dtype=object)
+        vals = np.empty(len(seg), dtype=object)
+        ok = at >= 0
+        vals[ok] = col[at[ok]]
+        vals[~ok] = None
+        if c in ("execution", "invocation"):
+            vals = np.array([None if v is None or v != v else int(v) for v in vals.tolist()], dtype=object)
+        out[c] = vals
+    return GraphIndex.build(out, e)
