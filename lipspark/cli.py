@@ -215,6 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("graph", help="a workflow store (graphs/<workflow>) or a graph directory")
     sh.add_argument("--ids", action="store_true", help="tables show node ids too")
     sh.add_argument("--all", action="store_true", help="tables show every row (default: the first 50)")
+    sh.add_argument("--engine", choices=("memory", "spark", "auto"), default="memory",
+                    help="as for lipspark query: spark reads the store's tables a connected set at a time")
+    sh.add_argument("--master", default=None, help="with --engine spark: Spark master URL (default: embedded local[2])")
     x = command("export", help="export a captured graph, or a query's final view or answer, as W3C PROV or GraphML; "
                                "a workflow store's runs and column lineage as OpenLineage events",
                 description="Export a graph as W3C PROV (PROV-JSON, PROV-N) or GraphML. With a query, export the view "
@@ -515,11 +518,13 @@ def _shell(args: Any) -> int:
     if not os.path.isdir(args.graph):
         raise LipsparkError(f"no graph at {args.graph}: expected a workflow store (lipspark run ... --graph DIR) or a graph directory")
     interactive = sys.stdin.isatty()
-    shell = Shell(_open_session(args.graph), ids=args.ids, all_rows=args.all, source="<shell>" if interactive else "<stdin>")
+    shell = Shell(_open_session(args.graph, args.engine, args.master), ids=args.ids, all_rows=args.all, source="<shell>" if interactive else "<stdin>")
     if not interactive:
         return shell.run(sys.stdin)
     g = shell.session.base
-    return shell.interact(history_path(), banner=f"{args.graph}: {len(g):,} nodes, {g.num_edges:,} edges. "
+    part = shell.session._partial  # the spark engine: the graph's size is its tables', not what was read
+    nodes, edges = (part.parts.nodes, part.parts.edges) if part is not None else (len(g), g.num_edges)
+    return shell.interact(history_path(), banner=f"{args.graph}: {nodes:,} nodes, {edges:,} edges. "
                                                 "One statement a line (help lists them, Tab completes); quit or Ctrl-D leaves.")
 
 

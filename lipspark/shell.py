@@ -171,6 +171,19 @@ def graph_names(g: GraphIndex) -> Names:
     return Names(strings("module"), relations, columns, strings("column"), (*semiring_names(), "probability"), executions)
 
 
+def segment_names(segments: Any) -> Names:
+    """The names of a graph the spark engine reads (:mod:`lipspark.query.spark_engine`), from its
+    segment table alone: modules, relations, value columns and executions (a relation's columns
+    would take a Spark job: not completed)."""
+    from lipspark.semiring import semiring_names
+
+    def strings(attr: str) -> tuple[str, ...]:
+        return tuple(sorted({str(v) for v in segments[attr].tolist() if isinstance(v, str)}))
+
+    executions = tuple(sorted({int(e) for e in segments["execution"].dropna().tolist()}))
+    return Names(strings("module"), strings("relation"), {}, strings("column"), (*semiring_names(), "probability"), executions)
+
+
 def _tokens(text: str) -> list[str] | None:
     """The tokens of ``text`` (comments left out); None when it ends inside a comment or an
     unterminated string or backquoted name (nothing to complete there)."""
@@ -367,7 +380,8 @@ class Shell:
     def names(self) -> Names:
         """The captured graph's names (read on the first Tab)."""
         if self._names is None:
-            self._names = graph_names(self.session.base)
+            part = self.session._partial
+            self._names = graph_names(self.session.base) if part is None else segment_names(part.segments)
         return self._names
 
     def complete(self, line: str) -> list[str]:

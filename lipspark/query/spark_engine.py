@@ -136,6 +136,7 @@ class SparkGraph:
     def extend(self, stmt: ast.Statement, zoomed: Iterable[str]) -> GraphIndex | None:
         """Read the sets ``stmt``'s answer can reach that are not read yet, given the modules
         ``zoomed`` out in the view; the graph if it grew, else None."""
+        _ = self.spark  # started before any column expression is built (pyspark needs an active context)
         if type(stmt) in UNSUPPORTED or (isinstance(stmt, ast.Delete) and stmt.recompute):
             why = UNSUPPORTED.get(type(stmt), "it re-runs invocations")
             raise QueryError(f"{stmt}: the spark engine does not answer this statement ({why}); run it with --engine memory")
@@ -176,6 +177,7 @@ class SparkGraph:
         on the graph read, in its view), with those of the invocation nodes' targets."""
         from lipspark.query.selector import resolve
 
+        _ = self.spark
         cand = self._candidates(sel)
         if not len(cand):
             return np.zeros(0, dtype=np.int64)

@@ -171,6 +171,8 @@ def run(
         store.unlock()
         _restore_interrupt(previous)
     nodes, edges, per_node = _graph_size(store) if provenance and count_graph else (None, None, None)
+    if provenance and store.capture == "eager":
+        _partitions_after(store.root)
     counts, reports, empty = _output_counts(store, workflow), [], {}
     if times and store.executions:  # what the last execution run now did
         record = store.executions[-1]
@@ -323,6 +325,17 @@ def _output_counts(store: Store, workflow: Any) -> dict[str, dict[str, int]]:
         return {}
     last = store.executions[-1]["outputs"]
     return {node: {r: relation_rows(store, d) for r, d in rels.items()} for node, rels in last.items() if workflow.nodes[node].output}
+
+
+def _partitions_after(root: str) -> None:
+    """Append the executions just run to the store's partitioned tables, when it has them (a
+    user made them with ``lipspark partition`` for ``lipspark query --engine spark``): after the
+    commits, like the query-ready index, so they cost the run's commits nothing; a store without
+    them is not partitioned (the spark engine makes them when it first opens the store)."""
+    from lipspark.graph.partitions import PARTITIONS_DIR, update
+
+    if os.path.exists(os.path.join(root, PARTITIONS_DIR, "partitions.json")):
+        update(root)
 
 
 def _graph_size(store: Store) -> tuple[int | None, int | None, dict[str, int] | None]:

@@ -104,3 +104,17 @@ def test_a_missing_partition_is_one_line_naming_the_command(demo_graph, tmp_path
     shutil.rmtree(os.path.join(path, "partitions"), ignore_errors=True)
     with pytest.raises(StoreError, match="lipspark partition"):
         partitions.Partitions.open(path, make=False)
+
+
+def test_a_run_appends_its_executions_to_a_store_that_has_partitions(spark, tmp_path):
+    from lipspark.workflow import run
+    from tests.conftest import LEDGER
+
+    path = str(tmp_path / "ledger")
+    run(LEDGER, graph_dir=path, spark=spark, executions=1)
+    assert not os.path.exists(os.path.join(path, "partitions"))  # a store is partitioned on request only
+    first = partitions.update(path)
+    run(LEDGER, graph_dir=path, spark=spark, executions=1)
+    meta = partitions._read_meta(os.path.join(path, "partitions"))
+    assert meta is not None and len(meta["blocks"]) == len(first["blocks"]) + 1  # appended by the run, not by a query
+    assert meta["blocks"][:len(first["blocks"])] == first["blocks"]
