@@ -55,6 +55,7 @@ UNSUPPORTED: dict[type, str] = {
     ast.Update: "it re-runs invocations",
 }
 _SEG_COLUMNS = ("execution", "invocation", "relation", "module", "node", "column")
+_NO_NODES = pd.DataFrame({c: [] for c in ("id", "set", "is_v", "op", "type", "seg", "label", "value", "tuple")})
 _TYPES = np.array([None if t == "" else t for t in NODE_TYPES], dtype=object)
 
 
@@ -179,13 +180,16 @@ class SparkGraph:
 
         _ = self.spark
         cand = self._candidates(sel)
-        if not len(cand):
-            return np.zeros(0, dtype=np.int64)
         g = _index([cand, self._witnesses()], [], self.segments)
         try:
             pos = resolve(g, sel)
         except QueryError:
-            return np.zeros(0, dtype=np.int64)  # the statement says what is wrong, on the graph read
+            # narrowed to the selector's execution and module, the candidates may lack what an
+            # error names (where else the relation is): resolved again on all of the relation's
+            # nodes, it fails as on the whole graph, or finds what the narrowing missed
+            cand = self._candidates(sel, narrow=False)
+            g = _index([cand, self._witnesses()], [], self.segments)
+            pos = resolve(g, sel)
         ids = np.asarray(g.ids[pos], dtype=np.int64)
         ids = ids[np.isin(ids, cand["id"].to_numpy(dtype=np.int64))]
         hit = cand[cand["id"].isin(ids)]
@@ -199,15 +203,23 @@ class SparkGraph:
         s = self.segments
         mask = np.ones(len(s), dtype=bool)
         for c, v in conds.items():
-            mask &= s[c].isin(v if isinstance(v, (list, tuple, set)) else [v]).to_numpy()
+            if c == "module_or_node":  # `in M`: a module, or a workflow node running one
+                mask &= (s["module"] == v).to_numpy() | (s["node"] == v).to_numpy()
+                continue
+            values = list(v) if isinstance(v, (list, tuple, set)) else [v]
+            hit = s[c].isin([x for x in values if x is not None]).to_numpy()
+            if None in values:
+                hit |= s[c].isna().to_numpy()
+            mask &= hit
         return s["seg"].to_numpy(dtype=np.int64)[mask]
 
     def _blocks_of_segs(self, segs: np.ndarray) -> list[int]:
         """The blocks whose files hold nodes of segments ``segs`` (segments are numbered per block)."""
         return [b for b, have in enumerate(self._per_block) if np.isin(have, segs).any()]
 
-    def _candidates(self, sel: ast.Selector) -> pd.DataFrame:
-        """Nodes ``sel`` may select: read by a Spark job filtering on what the selector names."""
+    def _candidates(self, sel: ast.Selector, *, narrow: bool = True) -> pd.DataFrame:
+        """Nodes ``sel`` may select: read by a Spark job filtering on what the selector names
+        (``narrow``: on its execution and module too)."""
         from pyspark.sql import functions as F
 
         if isinstance(sel, ast.NodeSel):
@@ -222,16 +234,27 @@ class SparkGraph:
         if isinstance(sel, ast.InvocationSel):
             return self._read("nodes", None, F.col("op") == int(Op.INVOCATION))
         if isinstance(sel, ast.TupleSel):
-            segs = self._segs(relation=sel.relation)
+            segs = self._segs(**self._narrowing(sel)) if narrow else self._segs(relation=sel.relation)
             if not len(segs):
-                return pd.DataFrame()
+                return _NO_NODES
             return self._read("nodes", self._blocks_of_segs(segs), _in("seg", segs))
         if isinstance(sel, ast.ValueSel):
-            base = self._candidates(sel.of)
-            segs = self._segs(column=sel.column)
-            vals = self._read("nodes", self._blocks_of_segs(segs), _in("seg", segs)) if len(segs) else pd.DataFrame()
+            base = self._candidates(sel.of, narrow=narrow)
+            by = self._narrowing(sel.of) if narrow and isinstance(sel.of, ast.TupleSel) else {}
+            segs = self._segs(column=sel.column, **{k: v for k, v in by.items() if k == "execution"})
+            vals = self._read("nodes", self._blocks_of_segs(segs), _in("seg", segs)) if len(segs) else _NO_NODES
             return pd.concat([base, vals], ignore_index=True).drop_duplicates("id") if len(vals) else base
         raise QueryError(f"{sel}: the spark engine cannot resolve a {type(sel).__name__}")
+
+    def _narrowing(self, sel: ast.TupleSel) -> dict[str, Any]:
+        """What the segments of the nodes ``sel`` can select share: its relation, its execution
+        (and none, for base tuples: a module's initial state), its module or workflow node."""
+        out: dict[str, Any] = {"relation": sel.relation}
+        if sel.execution is not None:
+            out["execution"] = [sel.execution, None] if sel.kind == "tuple" else [sel.execution]
+        if sel.module is not None:
+            out["module_or_node"] = sel.module
+        return out
 
     def _witnesses(self) -> pd.DataFrame:
         """One node per segment, selected by no selector (op ·, a p-node, no type), so that what a

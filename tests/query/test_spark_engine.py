@@ -38,7 +38,7 @@ def _run(s: Session, text: str):
     try:
         return answers(s.run(text))
     except QueryError as err:
-        return ("error", str(err).split(":")[0])
+        return ("error", str(err))
 
 
 def _queries(g: GraphIndex, gen, rng: random.Random) -> list[str]:
@@ -79,7 +79,16 @@ DEMO_QUERIES = [
     "zoomout dealer1; delete tuple Cars(CarId = \"D1C000003\"); zoomin dealer1; polynomial output BestBid of agg execution 3",
     "evaluate counting output BestBid of agg execution 1",
     'show state Cars(Model = "Audi A6") in dealer1 execution 1',
-    'ancestors output Nothing of agg',  # an error, the same
+    # errors, in the same words
+    'ancestors output Nothing of agg',
+    'ancestors output Bids1 of dealer9 execution 2',
+    'ancestors output Bids1 of dealer1 execution 99',
+    'descendants tuple Cars(CarId = "nope")',
+    'descendants tuple Cars(Colour = "red")',
+    'descendants token "Cars:none"',
+    'descendants invocation dealer7',
+    'descendants tuple Cars(CarId = "D1C000003") execution 2',
+    'polynomial value Amount of output Bids1 of dealer1 execution 1',
     'polynomial token "Cars:D2C000040"',
 ]
 
