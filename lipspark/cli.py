@@ -394,6 +394,9 @@ def _partition(args: Any) -> int:
     _materialized(args.graph)
     t0 = time.perf_counter()
     meta = partitions.rebuild(args.graph) if args.rebuild else partitions.update(args.graph)
+    from lipspark.query.spark_engine import zoom_deltas
+
+    zoom_deltas(args.graph, partitions.Partitions.open(args.graph, make=False))  # what a zoomed view's size needs, made now
     blocks = meta["blocks"]
     nodes, edges = sum(b["nodes"] for b in blocks), sum(b["edges"] for b in blocks)
     sets = sum(b["sets"] for b in blocks) - (blocks[-1]["merges"][1] if blocks else 0)

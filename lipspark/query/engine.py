@@ -618,10 +618,16 @@ class Session:
             ids = np.fromiter(self._demand.pending(), dtype=np.int64)
             extra["not_replayed"] = k = int((self.view.lookup(ids) >= 0).sum()) if len(ids) else 0
             pending = f", {k} invocation(s) not replayed yet (each one node until an answer reaches into it)" if k else ""
-        if self._partial is not None:  # the spark engine: the part of the view read so far
-            extra["scope"] = "read"
-            pending = f" (the {self._partial.stats['sets']} connected set(s) read so far, not the whole view)"
-        return Result(str(stmt), "view", graph=self.view, summary=f"{what}; view: {len(self.view)} nodes, {self.view.num_edges} edges"
+        size = (len(self.view), self.view.num_edges)
+        if self._partial is not None:  # the spark engine: the part read, and the rest of the graph as the zooms change it
+            whole = self._partial.view_size(self.view, self.base)
+            if whole is None:
+                extra["scope"] = "read"
+                pending = f" (the {self._partial.stats['sets']} connected set(s) read so far, not the whole view)"
+            else:
+                size = whole
+                extra["nodes"], extra["edges"] = whole
+        return Result(str(stmt), "view", graph=self.view, summary=f"{what}; view: {size[0]} nodes, {size[1]} edges"
                       + (f", zoomed out: {', '.join(zoomed)}" if zoomed else "") + pending, extra=extra)
 
     # ------------------------------------------------------------------ view-changing statements
