@@ -124,3 +124,26 @@ def test_engine_choice(spark, demo_graph):
     with pytest.raises(QueryError, match="give its path"):
         Session(GraphIndex.load(demo_graph), engine="spark")
     assert Session(demo_graph, engine="auto")._partial is None  # a small graph stays in memory
+
+
+@pytest.mark.parametrize("seed", range(8, 40))
+@pytest.mark.slow  # ~10 s each: the fast suite runs eight seeds
+def test_answers_on_more_generated_graphs(spark, tmp_path, seed):
+    test_answers_on_generated_graphs_are_the_in_memory_engines(spark, tmp_path, seed)
+
+
+def test_the_command_line(spark, demo_graph, tmp_path, capsys):
+    from lipspark import cli
+
+    path = shutil.copytree(demo_graph, str(tmp_path / "demo"))
+    shutil.rmtree(str(tmp_path / "demo" / "partitions"), ignore_errors=True)
+    assert cli.main(["partition", path]) == 0
+    assert "connected set(s)" in capsys.readouterr().out
+    q = "zoomout dealer2, dealer3, dealer4; polynomial output BestBid of agg execution 1"
+    assert cli.main(["query", path, "-e", q, "--format", "json"]) == 0
+    memory = json.loads(capsys.readouterr().out)
+    assert cli.main(["query", path, "--engine", "spark", "-e", q, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == memory
+    assert cli.main(["query", path, "--engine", "spark", "-e", "culprits"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--engine memory" in err[0]
