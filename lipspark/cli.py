@@ -394,7 +394,7 @@ def _partition(args: Any) -> int:
     _materialized(args.graph)
     t0 = time.perf_counter()
     meta = partitions.rebuild(args.graph) if args.rebuild else partitions.update(args.graph)
-    from lipspark.query.spark_engine import zoom_deltas
+    from lipspark.engines import zoom_deltas
 
     zoom_deltas(args.graph, partitions.Partitions.open(args.graph, make=False))  # what a zoomed view's size needs, made now
     blocks = meta["blocks"]
@@ -454,13 +454,14 @@ def _open_session(path: str, engine: str = "memory", master: str | None = None) 
     ``auto`` on a large graph) reads the store's partitioned tables with Spark instead."""
     import os
 
-    from lipspark.query.engine import AUTO_EDGES, Session, graph_edges
+    from lipspark.query.engine import Session
 
-    if engine == "spark" or (engine == "auto" and graph_edges(path) >= AUTO_EDGES):
-        _materialized(path)
-        from lipspark.session import get_spark
+    if engine != "memory":  # (lipspark.engines imports pandas: the memory engine's session maps the index only)
+        from lipspark.engines import AUTO_EDGES, graph_edges, open_session
 
-        return Session(path, engine="spark", spark=get_spark(master, app_name="lipspark-query"))
+        if engine == "spark" or graph_edges(path) >= AUTO_EDGES:
+            _materialized(path)
+            return open_session(path, engine="spark", master=master)
 
     rerun = _rerunner(path)
     if os.path.exists(os.path.join(path, "store.json")):
@@ -526,7 +527,7 @@ def _shell(args: Any) -> int:
         return shell.run(sys.stdin)
     g = shell.session.base
     part = shell.session._partial  # the spark engine: the graph's size is its tables', not what was read
-    nodes, edges = (part.parts.nodes, part.parts.edges) if part is not None else (len(g), g.num_edges)
+    nodes, edges = (len(g), g.num_edges) if part is None else (part.parts.nodes, part.parts.edges)  # type: ignore[attr-defined]
     return shell.interact(history_path(), banner=f"{args.graph}: {nodes:,} nodes, {edges:,} edges. "
                                                 "One statement a line (help lists them, Tab completes); quit or Ctrl-D leaves.")
 

@@ -172,7 +172,7 @@ def graph_names(g: GraphIndex) -> Names:
 
 
 def segment_names(segments: Any) -> Names:
-    """The names of a graph the spark engine reads (:mod:`lipspark.query.spark_engine`), from its
+    """The names of a graph the spark engine reads (:mod:`lipspark.engines`), from its
     segment table alone: modules, relations, value columns and executions (a relation's columns
     would take a Spark job: not completed)."""
     from lipspark.semiring import semiring_names
@@ -381,7 +381,13 @@ class Shell:
         """The captured graph's names (read on the first Tab)."""
         if self._names is None:
             part = self.session._partial
-            self._names = graph_names(self.session.base) if part is None else segment_names(part.segments)
+            if part is None:
+                self._names = graph_names(self.session.base)
+            else:
+                from lipspark.engines import SparkGraph
+
+                assert isinstance(part, SparkGraph)
+                self._names = segment_names(part.segments)
         return self._names
 
     def complete(self, line: str) -> list[str]:

@@ -1,7 +1,8 @@
 """The package's layers depend downward only, and the pure layers never import Spark.
 
 Layers (docs/design.md's map): vocabulary (with errors and lazy) → semiring, store → graph → query → viz, export;
-capture (Spark) and workflow sit beside them; cli, shell, demo and bench use everything. Every
+capture (Spark) and workflow sit beside them, and engines (the Spark query engine) beside query;
+cli, shell, demo and bench use everything. Every
 import in a module counts, including those inside functions.
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "capture": ("lipspark.capture", "lipspark.frame", "lipspark.tracker", "lipspark.functions", "lipspark.blackbox",
                 "lipspark.columns", "lipspark.plan", "lipspark.session", "lipspark.class_archive"),
     "workflow": ("lipspark.workflow", "lipspark.examples"),
+    "engines": ("lipspark.engines",),
     "application": ("lipspark.cli", "lipspark.shell", "lipspark.demo", "lipspark.bench", "lipspark"),
 }
 #: layer → the layers it may import (besides itself)
@@ -39,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     "viz": {"vocabulary", "semiring", "store", "graph", "query"},
     "capture": {"vocabulary", "semiring", "store", "graph"},
     "workflow": {"vocabulary", "semiring", "store", "graph", "capture"},
+    "engines": {"vocabulary", "semiring", "store", "graph", "query", "capture"},  # the Spark query engine
     "application": set(LAYERS),
 }
 PURE = ("vocabulary", "semiring", "store", "graph", "query", "viz")

@@ -2,7 +2,7 @@
 
 A store's graph is kept twice for queries: the query-ready index (:mod:`lipspark.graph.qindex`,
 one process, memory-mapped) and, beside it, ``partitions/`` — flat Parquet tables a Spark query
-engine reads (:mod:`lipspark.query.spark_engine`), partitioned by **connected set**, after
+engine reads (:mod:`lipspark.engines`), partitioned by **connected set**, after
 CSProv's "connected sets" (the IBM workflow-provenance paper): two nodes are in one set when an
 edge path joins them, ignoring the direction of edges and the invocation nodes. Every answer of
 the query language — a trace either way, a polynomial, a deletion and what it changes — stays

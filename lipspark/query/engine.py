@@ -47,30 +47,7 @@ from lipspark.semiring.semirings import Semiring
 from lipspark.vocabulary import Op
 from lipspark.vocabulary.ids import ordinal_of
 
-__all__ = ["Session", "Result", "node_rows", "OnDemand", "ENGINES", "AUTO_EDGES", "graph_edges"]
-
-#: the query engines a Session given a path runs on
-ENGINES = ("memory", "spark", "auto")
-#: ``engine="auto"`` reads with Spark a graph of at least this many edges
-AUTO_EDGES = 50_000_000
-
-
-def graph_edges(path: str) -> int:
-    """The number of edges the query-ready index of the store at ``path`` records (0 when it has
-    none yet): what ``engine="auto"`` decides by, read from ``index.json`` without mapping it."""
-    import os
-
-    for where in ("index", "partitions", os.path.join("provenance", "index"), os.path.join("provenance", "partitions")):
-        name = "partitions.json" if where.endswith("partitions") else "index.json"
-        try:
-            with open(os.path.join(path, where, name)) as fh:
-                blocks = json.load(fh).get("blocks", [])
-        except (OSError, ValueError):
-            continue
-        if name == "partitions.json":
-            return sum(int(b["edges"]) for b in blocks)
-        return int(blocks[-1]["edges"]) if blocks else 0
-    return 0
+__all__ = ["Session", "Result", "node_rows", "OnDemand", "Partial"]
 
 def _plain(v: Any) -> Any:
     if v is UNKNOWN:
@@ -304,6 +281,21 @@ class OnDemand(Protocol):
     def replay(self, pending_ids: Iterable[int]) -> GraphIndex: ...
 
 
+@runtime_checkable
+class Partial(Protocol):
+    """A graph a session reads a part at a time, before each statement the part its answer can
+    reach (:class:`lipspark.engines.SparkGraph`: Spark jobs over the store's connected sets)."""
+
+    path: str
+    stats: dict[str, int]
+
+    def graph(self) -> GraphIndex: ...
+
+    def extend(self, stmt: ast.Statement, zoomed: Iterable[str]) -> GraphIndex | None: ...
+
+    def view_size(self, view: GraphIndex, base: GraphIndex) -> tuple[int, int] | None: ...
+
+
 class Session:
     """A working view over a provenance graph, changed and read by query statements.
 
@@ -313,39 +305,27 @@ class Session:
         The captured graph's index (:meth:`GraphIndex.load`), a path to a store or graph, or
         a graph made on demand (:class:`OnDemand`: a deferred store's
         :class:`~lipspark.workflow.ondemand.DeferredGraph`), whose statements first replay the
-        invocations their answers reach into.
+        invocations their answers reach into, or a graph read a part at a time (:class:`Partial`:
+        :class:`lipspark.engines.SparkGraph`, the Spark query engine).
     rerun
         What re-runs invocations of the graph's store for ``delete … recompute`` and ``update``
         (:class:`lipspark.workflow.Rerunner`; ``lipspark query`` and ``lipspark shell`` give one
         when the graph is a workflow store). Without it those statements say how to get one.
-    engine
-        For a path: ``"memory"`` (the default: the store's query-ready index, mapped into this
-        process), ``"spark"`` (Spark jobs read the store's partitioned tables, a connected set at
-        a time: :mod:`lipspark.query.spark_engine`) or ``"auto"`` (Spark for a graph of at least
-        :data:`AUTO_EDGES` edges). ``spark``: the Spark session the spark engine reads with.
     """
 
-    def __init__(self, graph: GraphIndex | str | OnDemand, *, rerun: Rerunner | None = None, engine: str = "memory",
-                 spark: Any = None) -> None:
+    def __init__(self, graph: GraphIndex | str | OnDemand | Partial, *, rerun: Rerunner | None = None) -> None:
         self.rerunner = rerun
         self._demand: OnDemand | None = None
-        self._partial: Any = None  # the spark engine's graph, read a connected set at a time
+        self._partial: Partial | None = None  # a graph read a part at a time (the spark engine)
         self.path: str | None = None
-        if engine not in ENGINES:
-            raise QueryError(f"unknown query engine {engine!r}: expected one of {', '.join(ENGINES)}")
-        if engine != "memory" and not isinstance(graph, str):
-            raise QueryError(f"engine {engine!r} reads a store: give its path, not a graph")
-        if isinstance(graph, str) and engine != "memory" and (engine == "spark" or graph_edges(graph) >= AUTO_EDGES):
-            from lipspark.query.spark_engine import SparkGraph
-
-            self.path = graph
-            self._partial = SparkGraph(graph, spark=spark)
-            self.base = self._partial.graph()
-        elif isinstance(graph, str):
+        if isinstance(graph, str):
             self.path = graph
             self.base = GraphIndex.load(graph)
         elif isinstance(graph, GraphIndex):
-            self.path, self.base = None, graph
+            self.base = graph
+        elif isinstance(graph, Partial):  # read where the answers need it (lipspark.engines.SparkGraph)
+            self._partial = graph
+            self.path, self.base = graph.path, graph.graph()
         else:  # a graph replayed where the answers need it (a deferred store)
             self._demand = graph
             self.path, self.base = graph.path, graph.graph()
@@ -417,8 +397,9 @@ class Session:
     # ------------------------------------------------------------------ the spark engine
     def _extend(self, stmt: ast.Statement) -> None:
         """Read the connected sets ``stmt``'s answer can reach that the session has not read
-        (:mod:`lipspark.query.spark_engine`), and apply the session's zooms and deletions again
+        (:mod:`lipspark.engines`), and apply the session's zooms and deletions again
         to the graph they make."""
+        assert self._partial is not None
         grown = self._partial.extend(stmt, self.view.zoom)
         if grown is not None:
             self.base = grown

@@ -1,5 +1,5 @@
-"""The Spark query engine (lipspark.query.spark_engine): the in-memory engine's answers, read a
-connected set at a time."""
+"""The query engines (lipspark.engines): the Spark engine gives the in-memory engine's answers,
+read a connected set at a time."""
 from __future__ import annotations
 
 import json
@@ -9,6 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
+from lipspark.engines import SparkGraph, open_session
 from lipspark.errors import QueryError
 from lipspark.graph import partitions, qindex
 from lipspark.graph.index import GraphIndex
@@ -24,7 +25,7 @@ def answers(results) -> list:
 
 def both(path: str, spark, text: str, g: GraphIndex | None = None):
     mem = Session(g if g is not None else path)
-    sp = Session(path, engine="spark", spark=spark)
+    sp = Session(SparkGraph(path, spark=spark))
     return mem, sp, _run(mem, text), _run(sp, text)
 
 
@@ -93,7 +94,7 @@ def test_answers_on_the_demo_store_are_the_in_memory_engines(spark, demo_graph, 
         mem, sp, a, b = both(path, spark, q)
         assert a == b, q
     # a statement reads the sets it reaches, not the graph
-    s = Session(path, engine="spark", spark=spark)
+    s = Session(SparkGraph(path, spark=spark))
     s.run("ancestors output BestBid of agg execution 1")
     g = GraphIndex.load(path)
     assert 0 < s._partial.stats["nodes"] < len(g) / 4
@@ -101,7 +102,7 @@ def test_answers_on_the_demo_store_are_the_in_memory_engines(spark, demo_graph, 
 
 def test_a_session_grows_as_statements_reach_further_and_keeps_its_view(spark, demo_graph, tmp_path):
     path = shutil.copytree(demo_graph, str(tmp_path / "demo"))
-    mem, sp = Session(path), Session(path, engine="spark", spark=spark)
+    mem, sp = Session(path), Session(SparkGraph(path, spark=spark))
     for q in ['delete tuple Cars(CarId = "D1C000003")', "ancestors output BestBid of agg execution 3",
               "zoomout dealer2", "descendants invocation dealer2 execution 1", "reset", "polynomial output Bids2 of dealer2 execution 1"]:
         assert answers(mem.run(q)) == answers(sp.run(q)), q
@@ -110,7 +111,7 @@ def test_a_session_grows_as_statements_reach_further_and_keeps_its_view(spark, d
 
 def test_statements_that_read_the_store_are_refused_in_one_line(spark, demo_graph, tmp_path):
     path = shutil.copytree(demo_graph, str(tmp_path / "demo"))
-    s = Session(path, engine="spark", spark=spark)
+    s = Session(SparkGraph(path, spark=spark))
     for q in ["diff output Bids1 of dealer1 execution 1, execution 2", "culprits", "checks",
               "where column Amount of output Bids1 of dealer1 execution 1",
               'update tuple Cars(CarId = "D1C000003") in dealer1 set Model = "x"']:
@@ -120,10 +121,9 @@ def test_statements_that_read_the_store_are_refused_in_one_line(spark, demo_grap
 
 def test_engine_choice(spark, demo_graph):
     with pytest.raises(QueryError, match="unknown query engine"):
-        Session(demo_graph, engine="gpu")
-    with pytest.raises(QueryError, match="give its path"):
-        Session(GraphIndex.load(demo_graph), engine="spark")
-    assert Session(demo_graph, engine="auto")._partial is None  # a small graph stays in memory
+        open_session(demo_graph, engine="gpu")
+    assert open_session(demo_graph, engine="auto")._partial is None  # a small graph stays in memory
+    assert isinstance(open_session(demo_graph, engine="spark", spark=spark)._partial, SparkGraph)
 
 
 @pytest.mark.parametrize("seed", range(8, 40))

@@ -1,33 +1,39 @@
-"""The Spark query engine: a store's graph read by Spark jobs, one connected set at a time.
+"""The query engines: a store's graph in this process, or read by Spark a connected set at a time.
 
-``lipspark query --engine spark`` (``Session(path, engine="spark")``) answers the query
-language without loading the graph into the process: the store's partitioned tables
-(:mod:`lipspark.graph.partitions`, Parquet partitioned by connected set) are read by Spark, and a
-statement reads the sets its answer can reach —
+:func:`open_session` opens a query :class:`~lipspark.query.Session` on a store with one of
+:data:`ENGINES`: ``memory`` (the store's query-ready index, memory-mapped), ``spark`` or ``auto``
+(``spark`` for a graph of :data:`AUTO_EDGES` edges or more). ``lipspark query --engine`` is this.
+
+The Spark engine (:class:`SparkGraph`) answers the query language without loading the graph:
+the store's partitioned tables (:mod:`lipspark.graph.partitions`, Parquet partitioned by
+connected set) are read by Spark, and a statement reads the sets its answer can reach —
 
 1. its selectors are resolved by Spark jobs over the node tables (a filter on the segments the
-   selector can name: a relation, a column, a module's invocations; a node id or a token label
-   anywhere), giving the seed nodes and their sets;
-2. the seeds' sets are closed: merged sets (union–find), the sets an invocation node has edges into
-   when the seed is one, and, while modules are zoomed out, the sets a zoomed invocation joins
-   (its inputs' and outputs');
-3. the nodes and edges of those sets (and the invocation nodes with edges into them) are read by a
-   Spark job filtering the Parquet files on ``set`` — the files of the blocks holding them, the
+   selector can name: a relation in an execution and a module, a column, the invocations; a node
+   id or a token label anywhere), giving the seed nodes and their sets;
+2. the seeds' sets are closed: merged sets (union–find), the sets an invocation node has edges
+   into when the seed is one, and, while modules are zoomed out, the sets a zoomed invocation
+   joins (its inputs' and outputs');
+3. the nodes and edges of those sets (and the invocation nodes with edges into them) are read by
+   a Spark job filtering the Parquet files on ``set`` — the files of the blocks holding them, the
    row groups holding them — and indexed in memory;
-4. the statement runs on that graph, with the session's zooms and deletions applied again
-   whenever it grew.
+4. the statement runs on that graph (the query layer's own statements), with the session's zooms
+   and deletions applied again whenever it grew.
 
 Because every answer — a trace either way, a polynomial or semiring evaluation, a deletion and
-the values it changes — lies inside the sets of its seeds (an edge never crosses two sets but
+the values it changes — lies inside the sets of its seeds (an edge never joins two sets but
 through an invocation node, and those are leaves), answers are the in-memory engine's, node for
-node (``tests/query/test_spark_engine.py``). What a statement reads is proportional to its sets,
-not to the graph.
+node (``tests/test_engines.py``). What a statement reads is its sets, not the graph.
 
 The size of the view a ``zoomout``, ``zoomin`` or ``reset`` reports is the whole view's: the
 part read, plus the rest of the graph as the view's zooms change it (:func:`zoom_deltas`).
 Statements that read stored relations and records rather than the graph (``diff``,
 ``culprits``, ``sample``, ``checks``, ``where``) and those that re-run invocations (``update``,
 ``delete … recompute``) are refused in one line naming ``--engine memory``.
+
+It sits beside the query layer, not in it: the query layer never imports Spark, and this module
+hands a :class:`SparkGraph` to a :class:`~lipspark.query.Session` as a deferred store's
+:class:`~lipspark.workflow.ondemand.DeferredGraph` is handed to one.
 """
 from __future__ import annotations
 
@@ -42,12 +48,55 @@ from lipspark.graph.attrs import NODE_TYPES
 from lipspark.graph.index import GraphIndex
 from lipspark.graph.partitions import Partitions, set_block
 from lipspark.query import ast
+from lipspark.query.engine import Session
 from lipspark.vocabulary import Op
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
 
-__all__ = ["SparkGraph", "UNSUPPORTED", "selectors_of"]
+__all__ = ["SparkGraph", "UNSUPPORTED", "selectors_of", "open_session", "ENGINES", "AUTO_EDGES", "graph_edges", "zoom_deltas"]
+
+#: the query engines :func:`open_session` opens a store with
+ENGINES = ("memory", "spark", "auto")
+#: ``auto`` reads a graph of at least this many edges with Spark
+AUTO_EDGES = 50_000_000
+
+
+def graph_edges(path: str) -> int:
+    """The number of edges the store at ``path`` records in its query-ready index or its
+    partitioned tables (0 when it has neither yet): what ``auto`` decides by, read from their
+    JSON records without mapping anything."""
+    import os
+
+    for where in ("index", "partitions", os.path.join("provenance", "index"), os.path.join("provenance", "partitions")):
+        name = "partitions.json" if where.endswith("partitions") else "index.json"
+        try:
+            with open(os.path.join(path, where, name)) as fh:
+                blocks = json.load(fh).get("blocks", [])
+        except (OSError, ValueError):
+            continue
+        if name == "partitions.json":
+            return sum(int(b["edges"]) for b in blocks)
+        return int(blocks[-1]["edges"]) if blocks else 0
+    return 0
+
+
+def open_session(path: str, *, engine: str = "memory", spark: "SparkSession | None" = None, master: str | None = None,
+                 rerun: Any = None) -> Session:
+    """A query session on the store at ``path`` answered by ``engine`` (see :data:`ENGINES`);
+    ``spark``: the session the spark engine reads with (default: :func:`lipspark.get_spark` on
+    ``master``); ``rerun`` as for :class:`~lipspark.query.Session` (the memory engine only).
+
+    >>> open_session("graphs/x", engine="gpu")
+    Traceback (most recent call last):
+    ...
+    lipspark.errors.QueryError: unknown query engine 'gpu': expected one of memory, spark, auto
+    """
+    if engine not in ENGINES:
+        raise QueryError(f"unknown query engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    if engine == "spark" or (engine == "auto" and graph_edges(path) >= AUTO_EDGES):
+        return Session(SparkGraph(path, spark=spark, master=master))
+    return Session(path, rerun=rerun)
 
 #: statements the Spark engine refuses, with why
 UNSUPPORTED: dict[type, str] = {
@@ -353,7 +402,7 @@ def zoom_deltas(path: str, parts: Partitions) -> dict[str, Any] | None:
     what the rest of the graph gives: these, less what the same ZoomOut gives the part. It holds
     because a ZoomOut's change in size is the sum of its changes in the connected sets it
     touches (a zoomed invocation joins its sets, read all or none) and of the modules zoomed
-    (``tests/query/test_spark_engine.py`` checks the sizes against the in-memory engine's)."""
+    (``tests/test_engines.py`` checks the sizes against the in-memory engine's)."""
     import os
 
     from lipspark.errors import StoreError
