@@ -464,6 +464,6 @@ def _index(nodes: Sequence[pd.DataFrame], edges: Sequence[pd.DataFrame], segment
         vals[ok] = col[at[ok]]
         vals[~ok] = None
         if c in ("execution", "invocation"):
-            vals = np.array([None if v is None or v != v else int(v) for v in vals.tolist()], dtype=object)
+            vals = np.array([None if v is None or pd.isna(v) else int(v) for v in vals.tolist()], dtype=object)
         out[c] = vals
     return GraphIndex.build(out, e)
