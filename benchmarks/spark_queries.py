@@ -67,7 +67,7 @@ def tile(source: str, out: str, copies: int) -> dict[str, Any]:
         raise SystemExit(f"{copies} tiles of {nseg} segments do not fit int32 segment numbers")
     pdir = os.path.join(out, "partitions")
     shutil.rmtree(out, ignore_errors=True)
-    for kind in ("nodes", "edges", "segments", "hubs"):
+    for kind in ("nodes", "edges", "segments", "hubs", "invocations"):
         os.makedirs(os.path.join(pdir, kind))
     sets_all = np.fromfile(os.path.join(src.root, "set.i8"), dtype="<i8")
     merges = np.fromfile(os.path.join(src.root, "merges.i8"), dtype="<i8").reshape(-1, 2)
@@ -88,12 +88,14 @@ def tile(source: str, out: str, copies: int) -> dict[str, Any]:
             off = t * B
             for b in range(B):
                 nb = off + b
-                n = pq.read_table(src.files("nodes", [b])[0])
-                nid = ids(n.column("id").to_numpy())
-                ids_seen.append(nid)
-                n = n.set_column(0, "id", pa.array(nid)).set_column(1, "set", pa.array(_remap_sets(n.column("set").to_numpy(), off)))
-                n = n.set_column(n.schema.get_field_index("seg"), "seg", pa.array(seg(n.column("seg").to_numpy())))
-                pq.write_table(n, os.path.join(pdir, f"nodes/b{nb:06d}.parquet"), row_group_size=_ROW_GROUP, compression="zstd")
+                for kind in ("nodes", "invocations"):
+                    n = pq.read_table(src.files(kind, [b])[0])
+                    nid = ids(n.column("id").to_numpy())
+                    if kind == "nodes":
+                        ids_seen.append(nid)
+                    n = n.set_column(0, "id", pa.array(nid)).set_column(1, "set", pa.array(_remap_sets(n.column("set").to_numpy(), off)))
+                    n = n.set_column(n.schema.get_field_index("seg"), "seg", pa.array(seg(n.column("seg").to_numpy())))
+                    pq.write_table(n, os.path.join(pdir, f"{kind}/b{nb:06d}.parquet"), row_group_size=_ROW_GROUP, compression="zstd")
                 e = pq.read_table(src.files("edges", [b])[0])
                 e = pa.table({"src": ids(e.column("src").to_numpy()), "dst": ids(e.column("dst").to_numpy()),
                               "set": _remap_sets(e.column("set").to_numpy(), off)})

@@ -120,10 +120,11 @@ def selectors_of(stmt: ast.Statement) -> list[ast.Selector]:
     return out
 
 
-def _in(col: str, values: Iterable[Any]) -> Any:
-    from pyspark.sql import functions as F
-
-    return F.col(col).isin([int(v) for v in values])
+def _in(col: str, values: Iterable[Any]) -> str:
+    """``col IN (…)`` as SQL text: one call into the JVM, where ``Column.isin`` makes one per
+    value (1.4 s for 1,844 sets)."""
+    ints = sorted({int(v) for v in values})
+    return f"`{col}` IN ({', '.join(map(str, ints))})" if ints else "false"
 
 
 class SparkGraph:
@@ -142,6 +143,9 @@ class SparkGraph:
         import pyarrow.parquet as pq
 
         tables = [pq.read_table(f).to_pandas() for f in self.parts.files("segments")]
+        #: every invocation node (a few per execution): what an invocation selector, a ZoomOut and
+        #: the edges from invocation nodes into the sets read need, without a Spark job
+        self._all_invocations = pd.concat([pq.read_table(f).to_pandas() for f in self.parts.files("invocations")], ignore_index=True)
         #: the segment numbers of each block (a selector naming a relation reads the blocks holding it)
         self._per_block = [t["seg"].to_numpy(dtype=np.int64) for t in tables]
         seg = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=["seg", *_SEG_COLUMNS])
@@ -152,7 +156,6 @@ class SparkGraph:
         self._hub_ids: set[int] = set()  # invocation nodes read so far
         self._graph: GraphIndex | None = None
         self._outputs: pd.DataFrame | None = None  # every output p-node (a deletion lists those that survive)
-        self._all_invocations: pd.DataFrame | None = None
         #: Spark jobs run, sets and rows read (what a benchmark reports)
         self.stats: dict[str, int] = {"jobs": 0, "sets": 0, "nodes": 0, "edges": 0}
 
@@ -203,9 +206,7 @@ class SparkGraph:
             seeds.append(self.seed_sets(sel))
         grew = False
         if isinstance(stmt, ast.Delete) and self._outputs is None:
-            from pyspark.sql import functions as F
-
-            self._outputs = self._read("nodes", None, (F.col("type") == int(NODE_TYPES.index("o"))) & ~F.col("is_v"))
+            self._outputs = self._read("nodes", None, f"`type` = {NODE_TYPES.index('o')} AND NOT `is_v`")
             self._graph, grew = None, True
         sets = self._closure(np.unique(np.concatenate(seeds)), zoomed) if seeds else np.zeros(0, dtype=np.int64)
         new = np.setdiff1d(sets, self._sets)
@@ -215,12 +216,8 @@ class SparkGraph:
         return self.graph() if grew else None
 
     def _invocations(self) -> pd.DataFrame:
-        """Every invocation node (one Spark job, once): a ZoomOut names its modules' invocations,
-        and says which modules there are when one has none."""
-        if self._all_invocations is None:
-            from pyspark.sql import functions as F
-
-            self._all_invocations = self._read("nodes", None, F.col("op") == int(Op.INVOCATION))
+        """Every invocation node: a ZoomOut names its modules' invocations, and says which
+        modules there are when one has none."""
         return self._all_invocations
 
     def view_size(self, view: GraphIndex, base: GraphIndex) -> tuple[int, int] | None:
@@ -251,13 +248,14 @@ class SparkGraph:
 
         _ = self.spark
         cand = self._candidates(sel)
-        g = _index([cand, self._witnesses()], [], self.segments)
+        g = _index([cand, self._witnesses(names_only=True)], [], self.segments)
         try:
             pos = resolve(g, sel)
         except QueryError:
             # narrowed to the selector's execution and module, the candidates may lack what an
-            # error names (where else the relation is): resolved again on all of the relation's
-            # nodes, it fails as on the whole graph, or finds what the narrowing missed
+            # error names (where else the relation is, which relations there are): resolved again
+            # on all of the relation's nodes and a witness per segment, it fails as on the whole
+            # graph, or finds what the narrowing missed
             cand = self._candidates(sel, narrow=False)
             g = _index([cand, self._witnesses()], [], self.segments)
             pos = resolve(g, sel)
@@ -294,14 +292,16 @@ class SparkGraph:
         from pyspark.sql import functions as F
 
         if isinstance(sel, ast.NodeSel):
-            return self._read("nodes", None, F.col("id") == int(sel.id))
+            return self._read("nodes", None, f"`id` = {int(sel.id)}")
         if isinstance(sel, ast.IdsSel):
             return self._read("nodes", None, _in("id", sel.ids))
         if isinstance(sel, ast.TokenSel):
             rel = sel.label.split(":", 1)[0]
             segs = self._segs(relation=rel)
-            where = (F.col("label") == sel.label) & (F.col("op") == int(Op.TOKEN))
-            return self._read("nodes", self._blocks_of_segs(segs), where & _in("seg", segs)) if len(segs) else self._read("nodes", None, where)
+            where = (F.col("label") == sel.label) & (F.col("op") == int(Op.TOKEN))  # a Column: the label is not SQL text
+            if len(segs):
+                where = where & F.expr(_in("seg", segs))
+            return self._read("nodes", self._blocks_of_segs(segs) if len(segs) else None, where)
         if isinstance(sel, ast.InvocationSel):
             return self._invocations()
         if isinstance(sel, ast.TupleSel):
@@ -327,11 +327,15 @@ class SparkGraph:
             out["module_or_node"] = sel.module
         return out
 
-    def _witnesses(self) -> pd.DataFrame:
+    def _witnesses(self, *, names_only: bool = False) -> pd.DataFrame:
         """One node per segment, selected by no selector (op ·, a p-node, no type), so that what a
         selector asks of the whole graph — which relations and modules there are, whether a name
-        is a module or a workflow node — is answered as on the whole graph."""
-        seg = self.segments["seg"].to_numpy(dtype=np.int64)
+        is a module or a workflow node — is answered as on the whole graph. ``names_only``: one
+        per distinct module and workflow node (what a selector that matches asks: ``in M``)."""
+        segs = self.segments
+        if names_only:
+            segs = pd.concat([segs.drop_duplicates("module"), segs.drop_duplicates("node")]).drop_duplicates("seg")
+        seg = segs["seg"].to_numpy(dtype=np.int64)
         return pd.DataFrame({"id": np.iinfo(np.int64).min + np.arange(len(seg), dtype=np.int64), "set": -1, "is_v": False,
                              "op": np.int8(int(Op.TIMES)), "type": np.int8(0), "seg": seg, "label": None, "value": None, "tuple": None})
 
@@ -363,17 +367,22 @@ class SparkGraph:
             sets = np.union1d(sets, more)
 
     def _load(self, sets: np.ndarray) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         blocks = np.unique(set_block(sets)).tolist()
-        nodes = self._read("nodes", blocks, _in("set", sets))
-        edges = self._read("edges", blocks, _in("set", sets), ["src", "dst"])
+        with ThreadPoolExecutor(2) as pool:  # two Spark jobs at once: the nodes and the edges of the sets
+            fn = pool.submit(self._read, "nodes", blocks, _in("set", sets))
+            fe = pool.submit(self._read, "edges", blocks, _in("set", sets), ["src", "dst"])
+            nodes, edges = fn.result(), fe.result()
         self._sets = np.union1d(self._sets, sets)
         # the invocation nodes with edges into these sets (each a set of its own)
         srcs = np.unique(edges["src"].to_numpy(dtype=np.int64))
         known = np.concatenate([nodes["id"].to_numpy(dtype=np.int64), *[p["id"].to_numpy(dtype=np.int64) for p in self._nodes]])
         missing = np.setdiff1d(srcs, known)
         if len(missing):
-            hubs = self._read("nodes", None, _in("id", missing))
-            if len(hubs) != len(missing) or (hubs["op"] != int(Op.INVOCATION)).any():
+            inv = self._all_invocations
+            hubs = inv[inv["id"].isin(missing)]
+            if len(hubs) != len(missing):
                 raise QueryError(f"the partitioned tables of {self.path} are inconsistent (an edge crosses two sets); "
                                  f"make them again: lipspark partition --rebuild {self.path}")
             self._hub_ids.update(hubs["id"].tolist())

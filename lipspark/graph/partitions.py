@@ -27,6 +27,8 @@ its representative (union–find). Files, one per block and kind, under ``partit
 ``segments/b<N>...``    ``seg``, ``execution``, ``invocation``, ``relation``, ``module``,
                         ``node``, ``column``: what the nodes of a segment share
 ``hubs/b<N>.parquet``   ``hub`` (invocation node id), ``set``: the sets it has edges into
+``invocations/b<N>...`` the invocation nodes' rows of ``nodes/`` (a reader keeps them all: a
+                        few per execution)
 ``set.i8``              int64 per node in index order: its set (finding the sets of the
                         sources of the next block's edges)
 ``merges.i8``           int64 pairs ``set, into``: each block's merges (its record says which)
@@ -70,7 +72,7 @@ PARTITIONS_DIR = "partitions"
 FORMAT, VERSION = "lipspark-partitions", 1
 #: rows per Parquet row group: the unit Spark's filter on ``set`` skips
 ROW_GROUP = 1 << 16
-KINDS = ("nodes", "edges", "segments", "hubs")
+KINDS = ("nodes", "edges", "segments", "hubs", "invocations")
 _SET_FILE = "set.i8"
 _MERGES_FILE = "merges.i8"
 
@@ -305,7 +307,10 @@ def _append_block(ppath: str, meta: dict[str, Any], mapped: Any, b: int, iblock:
     for c in ("relation", "module", "node", "column"):
         seg_cols[c] = pa.array(lut[np.asarray(table.codes[c][rows], dtype=np.int64)].tolist(), type=pa.string())
     segments = pa.table(seg_cols)
-    for kind, t in (("nodes", nodes), ("edges", edges), ("segments", segments), ("hubs", hubs)):
+    import pyarrow.compute as pc
+
+    invocations = nodes.filter(pc.equal(nodes.column("op"), int(Op.INVOCATION)))
+    for kind, t in (("nodes", nodes), ("edges", edges), ("segments", segments), ("hubs", hubs), ("invocations", invocations)):
         _write_table(t, os.path.join(ppath, _file(kind, b)))
     _append_array(os.path.join(ppath, _SET_FILE), 8 * lo, node_set)
     _append_array(os.path.join(ppath, _MERGES_FILE), 16 * done_pairs, np.array(merges, dtype=np.int64).reshape(-1, 2))
