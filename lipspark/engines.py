@@ -140,16 +140,12 @@ class SparkGraph:
         self.parts = Partitions.open(path)
         self._spark = spark
         self._master = master
-        import pyarrow.parquet as pq
-
-        tables = [pq.read_table(f).to_pandas() for f in self.parts.files("segments")]
-        #: every invocation node (a few per execution): what an invocation selector, a ZoomOut and
-        #: the edges from invocation nodes into the sets read need, without a Spark job
-        self._all_invocations = pd.concat([pq.read_table(f).to_pandas() for f in self.parts.files("invocations")], ignore_index=True)
-        #: the segment numbers of each block (a selector naming a relation reads the blocks holding it)
-        self._per_block = [t["seg"].to_numpy(dtype=np.int64) for t in tables]
-        seg = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=["seg", *_SEG_COLUMNS])
-        self.segments = seg.set_index("seg", drop=False)
+        #: the segment and invocation tables of the blocks read so far (small files, read with
+        #: pyarrow when a block is first needed: a statement names a relation, a module, an
+        #: execution its record lists, or reads sets the block holds)
+        self._seg_tables: dict[int, pd.DataFrame] = {}
+        self._inv_tables: dict[int, pd.DataFrame] = {}
+        self._segments: pd.DataFrame | None = None
         self._nodes: list[pd.DataFrame] = []
         self._edges: list[pd.DataFrame] = []
         self._sets = np.zeros(0, dtype=np.int64)  # the sets read so far (sorted)
@@ -158,6 +154,54 @@ class SparkGraph:
         self._outputs: pd.DataFrame | None = None  # every output p-node (a deletion lists those that survive)
         #: Spark jobs run, sets and rows read (what a benchmark reports)
         self.stats: dict[str, int] = {"jobs": 0, "sets": 0, "nodes": 0, "edges": 0}
+
+    # ------------------------------------------------------------------ the small tables, a block at a time
+    def _blocks(self, blocks: Iterable[int], kind: str, into: dict[int, pd.DataFrame]) -> pd.DataFrame:
+        import pyarrow.parquet as pq
+
+        want = sorted(set(int(b) for b in blocks))
+        for b in want:
+            if b not in into:
+                into[b] = pq.read_table(self.parts.files(kind, [b])[0]).to_pandas()
+                if kind == "segments":
+                    self._segments = None
+        frames = [into[b] for b in want]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    @property
+    def segments(self) -> pd.DataFrame:
+        """The segment table of the blocks read so far, by segment number (every block's after
+        :meth:`all_segments`)."""
+        if self._segments is None:
+            frames = [self._seg_tables[b] for b in sorted(self._seg_tables)]
+            seg = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({c: [] for c in ["seg", *_SEG_COLUMNS]})
+            self._segments = seg.set_index("seg", drop=False)
+        return self._segments
+
+    def all_segments(self) -> pd.DataFrame:
+        """Every block's segment table (what an error names: every relation, every module)."""
+        self._blocks(range(len(self.parts.blocks)), "segments", self._seg_tables)
+        return self.segments
+
+    def _blocks_naming(self, **conds: Any) -> list[int]:
+        """The blocks whose record names what ``conds`` ask for (a relation, a column, an
+        execution, a module or workflow node); every block for a record without names."""
+        out = []
+        for b, blk in enumerate(self.parts.blocks):
+            names = blk.get("names")
+            if names is None:
+                out.append(b)
+                continue
+            ok = True
+            for c, v in conds.items():
+                values = list(v) if isinstance(v, (list, tuple, set)) else [v]
+                if c == "module_or_node":
+                    ok &= bool(set(values) & (set(names["module"]) | set(names["node"])))
+                else:
+                    ok &= bool(set(values) & set(names[c]))
+            if ok:
+                out.append(b)
+        return out
 
     # ------------------------------------------------------------------ Spark
     @property
@@ -207,6 +251,7 @@ class SparkGraph:
         grew = False
         if isinstance(stmt, ast.Delete) and self._outputs is None:
             self._outputs = self._read("nodes", None, f"`type` = {NODE_TYPES.index('o')} AND NOT `is_v`")
+            self.all_segments()  # the surviving outputs are listed with their modules and executions
             self._graph, grew = None, True
         sets = self._closure(np.unique(np.concatenate(seeds)), zoomed) if seeds else np.zeros(0, dtype=np.int64)
         new = np.setdiff1d(sets, self._sets)
@@ -217,8 +262,10 @@ class SparkGraph:
 
     def _invocations(self) -> pd.DataFrame:
         """Every invocation node: a ZoomOut names its modules' invocations, and says which
-        modules there are when one has none."""
-        return self._all_invocations
+        modules there are when one has none (a few per execution, read with pyarrow)."""
+        every = range(len(self.parts.blocks))
+        self._blocks(every, "segments", self._seg_tables)
+        return self._blocks(every, "invocations", self._inv_tables)
 
     def view_size(self, view: GraphIndex, base: GraphIndex) -> tuple[int, int] | None:
         """The size (nodes, edges) of the whole graph's view that ``view`` (of the sets read,
@@ -269,7 +316,9 @@ class SparkGraph:
         return np.unique(sets)
 
     def _segs(self, **conds: Any) -> np.ndarray:
-        s = self.segments
+        s = self._blocks(self._blocks_naming(**conds), "segments", self._seg_tables)
+        if not len(s):
+            return np.zeros(0, dtype=np.int64)
         mask = np.ones(len(s), dtype=bool)
         for c, v in conds.items():
             if c == "module_or_node":  # `in M`: a module, or a workflow node running one
@@ -284,7 +333,7 @@ class SparkGraph:
 
     def _blocks_of_segs(self, segs: np.ndarray) -> list[int]:
         """The blocks whose files hold nodes of segments ``segs`` (segments are numbered per block)."""
-        return [b for b, have in enumerate(self._per_block) if np.isin(have, segs).any()]
+        return [b for b, t in sorted(self._seg_tables.items()) if np.isin(t["seg"].to_numpy(dtype=np.int64), segs).any()]
 
     def _candidates(self, sel: ast.Selector, *, narrow: bool = True) -> pd.DataFrame:
         """Nodes ``sel`` may select: read by a Spark job filtering on what the selector names
@@ -332,12 +381,23 @@ class SparkGraph:
         selector asks of the whole graph — which relations and modules there are, whether a name
         is a module or a workflow node — is answered as on the whole graph. ``names_only``: one
         per distinct module and workflow node (what a selector that matches asks: ``in M``)."""
-        segs = self.segments
-        if names_only:
-            segs = pd.concat([segs.drop_duplicates("module"), segs.drop_duplicates("node")]).drop_duplicates("seg")
-        seg = segs["seg"].to_numpy(dtype=np.int64)
-        return pd.DataFrame({"id": np.iinfo(np.int64).min + np.arange(len(seg), dtype=np.int64), "set": -1, "is_v": False,
-                             "op": np.int8(int(Op.TIMES)), "type": np.int8(0), "seg": seg, "label": None, "value": None, "tuple": None})
+        if names_only:  # from the blocks' records: no segment table read
+            mods = sorted({m for b in self.parts.blocks for m in b.get("names", {}).get("module", [])})
+            wnodes = sorted({m for b in self.parts.blocks for m in b.get("names", {}).get("node", [])})
+            if not any("names" in b for b in self.parts.blocks):
+                self.all_segments()
+                mods = sorted({str(m) for m in self.segments["module"].dropna().tolist()})
+                wnodes = sorted({str(m) for m in self.segments["node"].dropna().tolist()})
+            attrs = pd.DataFrame({"module": [*mods, *[None] * len(wnodes)], "node": [*[None] * len(mods), *wnodes]})
+        else:
+            attrs = self.all_segments()[list(_SEG_COLUMNS)].reset_index(drop=True)
+        n = len(attrs)
+        out = pd.DataFrame({"id": np.iinfo(np.int64).min + np.arange(n, dtype=np.int64), "set": -1, "is_v": False,
+                            "op": np.int8(int(Op.TIMES)), "type": np.int8(0), "seg": -1 - np.arange(n, dtype=np.int64),
+                            "label": None, "value": None, "tuple": None})
+        for c in _SEG_COLUMNS:  # their attributes, by the negative segment numbers _index reads them with
+            out["_" + c] = attrs[c].to_numpy(dtype=object) if c in attrs else None
+        return out
 
     # ------------------------------------------------------------------ sets
     def _hub_targets(self, hubs: np.ndarray) -> np.ndarray:
@@ -350,8 +410,9 @@ class SparkGraph:
         sets = self.parts.members(sets) if len(sets) else sets
         if not zoomed or not len(sets):
             return sets
-        segs = self.segments
-        inv = segs.loc[segs["module"].isin(zoomed) | segs["node"].isin(zoomed), "invocation"].dropna().astype("int64").unique()
+        segs = self._blocks(self._blocks_naming(module_or_node=sorted(zoomed)), "segments", self._seg_tables)
+        inv = segs.loc[segs["module"].isin(zoomed) | segs["node"].isin(zoomed), "invocation"].dropna().astype("int64").unique() \
+            if len(segs) else []
         if not len(inv):
             return sets
         pairs = self._read("hubs", None, _in("hub", inv), ["hub", "set"])
@@ -375,12 +436,13 @@ class SparkGraph:
             fe = pool.submit(self._read, "edges", blocks, _in("set", sets), ["src", "dst"])
             nodes, edges = fn.result(), fe.result()
         self._sets = np.union1d(self._sets, sets)
-        # the invocation nodes with edges into these sets (each a set of its own)
+        self._blocks(blocks, "segments", self._seg_tables)
+        # the invocation nodes with edges into these sets (each a set of its own, in the block of the nodes they point at)
         srcs = np.unique(edges["src"].to_numpy(dtype=np.int64))
         known = np.concatenate([nodes["id"].to_numpy(dtype=np.int64), *[p["id"].to_numpy(dtype=np.int64) for p in self._nodes]])
         missing = np.setdiff1d(srcs, known)
         if len(missing):
-            inv = self._all_invocations
+            inv = self._blocks(blocks, "invocations", self._inv_tables)
             hubs = inv[inv["id"].isin(missing)]
             if len(hubs) != len(missing):
                 raise QueryError(f"the partitioned tables of {self.path} are inconsistent (an edge crosses two sets); "
@@ -472,6 +534,10 @@ def _index(nodes: Sequence[pd.DataFrame], edges: Sequence[pd.DataFrame], segment
         ok = at >= 0
         vals[ok] = col[at[ok]]
         vals[~ok] = None
+        if "_" + c in n.columns:  # witnesses carry their attributes themselves
+            own = n["_" + c].to_numpy(dtype=object)
+            mine = seg < 0
+            vals[mine] = own[mine]
         if c in ("execution", "invocation"):
             vals = np.array([None if v is None or pd.isna(v) else int(v) for v in vals.tolist()], dtype=object)
         out[c] = vals

@@ -387,7 +387,7 @@ class Shell:
                 from lipspark.engines import SparkGraph
 
                 assert isinstance(part, SparkGraph)
-                self._names = segment_names(part.segments)
+                self._names = segment_names(part.all_segments())
         return self._names
 
     def complete(self, line: str) -> list[str]:
