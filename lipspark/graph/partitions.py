@@ -196,7 +196,7 @@ def _clear(ppath: str) -> None:
 
     for k in KINDS:
         shutil.rmtree(os.path.join(ppath, k), ignore_errors=True)
-    for name in (_SET_FILE, "partitions.json"):
+    for name in (_SET_FILE, _MERGES_FILE, _ROOTS_FILE, "zoom.json", "partitions.json"):
         try:
             os.remove(os.path.join(ppath, name))
         except FileNotFoundError:
