@@ -56,12 +56,10 @@ stale blocks are made again, and ``lipspark partition DIR`` (re)makes them.
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -93,35 +91,16 @@ def _file(kind: str, b: int) -> str:
     return f"{kind}/b{b:06d}.parquet"
 
 
-@contextmanager
-def _locked(path: str) -> Iterator[None]:
-    os.makedirs(path, exist_ok=True)
-    with open(os.path.join(path, ".lock"), "a") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
 def _read_meta(ppath: str) -> dict[str, Any] | None:
-    try:
-        with open(os.path.join(ppath, "partitions.json")) as fh:
-            meta = json.load(fh)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        return None
-    return meta
+    from lipspark.graph.qindex import read_record
+
+    return read_record(ppath, "partitions.json", FORMAT, VERSION)
 
 
 def _write_meta(ppath: str, meta: Mapping[str, Any]) -> None:
-    tmp = os.path.join(ppath, f"partitions.json.tmp-{os.getpid()}")
-    with open(tmp, "w") as fh:
-        json.dump(meta, fh, separators=(",", ":"))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, os.path.join(ppath, "partitions.json"))
+    from lipspark.graph.qindex import write_record
+
+    write_record(ppath, "partitions.json", meta)
 
 
 def _held(ppath: str, meta: Mapping[str, Any] | None, index_blocks: Sequence[Mapping[str, Any]]) -> int:
@@ -165,7 +144,7 @@ def update_from(ipath: str, imeta: Mapping[str, Any] | None = None) -> dict[str,
     want = imeta["blocks"]
     meta = _read_meta(ppath)
     if _held(ppath, meta, want) != len(want):
-        with _locked(ppath):
+        with qindex.locked(ppath):
             meta = _read_meta(ppath)
             done = _held(ppath, meta, want)
             if done < 0:
@@ -186,7 +165,7 @@ def rebuild(path: str) -> dict[str, Any]:
 
     ipath, _ = qindex.update(path)
     ppath = os.path.join(os.path.dirname(ipath), PARTITIONS_DIR)
-    with _locked(ppath):
+    with qindex.locked(ppath):
         _clear(ppath)
     return update(path)
 

@@ -92,24 +92,35 @@ def _lengths(meta: Mapping[str, Any]) -> dict[str, int]:
     return {name: int(per[unit]) for name, (_, unit) in _ARRAYS.items()}
 
 
-def _read_meta(path: str) -> dict[str, Any] | None:
+def read_record(path: str, name: str, fmt: str, version: int) -> dict[str, Any] | None:
+    """The JSON record ``name`` of a derived directory (the index, the partitioned tables), or
+    None when it is missing, unreadable or of another format or version (then made again)."""
     try:
-        with open(os.path.join(path, "index.json")) as fh:
+        with open(os.path.join(path, name)) as fh:
             meta = json.load(fh)
     except (OSError, ValueError):
         return None
-    if not isinstance(meta, dict) or meta.get("format") != INDEX_FORMAT or meta.get("version") != INDEX_VERSION:
+    if not isinstance(meta, dict) or meta.get("format") != fmt or meta.get("version") != version:
         return None
     return meta
 
 
-def _write_meta(path: str, meta: Mapping[str, Any]) -> None:
-    tmp = os.path.join(path, f"index.json.tmp-{os.getpid()}")
+def write_record(path: str, name: str, meta: Mapping[str, Any]) -> None:
+    """Replace the JSON record ``name`` atomically (a temporary file, fsync, rename)."""
+    tmp = os.path.join(path, f"{name}.tmp-{os.getpid()}")
     with open(tmp, "w") as fh:
         json.dump(meta, fh, separators=(",", ":"))
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, os.path.join(path, "index.json"))
+    os.replace(tmp, os.path.join(path, name))
+
+
+def _read_meta(path: str) -> dict[str, Any] | None:
+    return read_record(path, "index.json", INDEX_FORMAT, INDEX_VERSION)
+
+
+def _write_meta(path: str, meta: Mapping[str, Any]) -> None:
+    write_record(path, "index.json", meta)
 
 
 def _map(path: str, name: str, length: int) -> np.ndarray:
@@ -122,8 +133,8 @@ def _map(path: str, name: str, length: int) -> np.ndarray:
 
 
 @contextmanager
-def _locked(path: str) -> Iterator[None]:
-    """The index's writer lock (appends and rebuilds are serialized; readers never wait)."""
+def locked(path: str) -> Iterator[None]:
+    """A derived directory's writer lock (appends and rebuilds are serialized; readers never wait)."""
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, ".lock"), "a") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
@@ -219,7 +230,7 @@ def append_block(path: str, graph: str, nodes: "pd.DataFrame", edges: "pd.DataFr
     of the index at ``path`` (created if needed); ``check`` is what :func:`open_mapped` compares
     to decide the block is still current. Edge sources may lie in earlier blocks; targets must be
     this block's nodes. Returns the new ``index.json``."""
-    with _locked(path):
+    with locked(path):
         return _append_locked(path, graph, nodes, edges, check)
 
 
@@ -373,7 +384,7 @@ def update(path: str) -> tuple[str, dict[str, Any]]:
     meta = _read_meta(ipath)
     if meta is not None and _fresh(root, dirs, meta) == len(dirs):
         return ipath, _snapshot(meta, dirs)
-    with _locked(ipath):
+    with locked(ipath):
         meta = _read_meta(ipath)
         done = _fresh(root, dirs, meta) if meta is not None else -1
         if done < 0:  # stale or damaged: rebuild from scratch
@@ -433,7 +444,7 @@ def update_blocks(ipath: str, wanted: Sequence[tuple[str, Mapping[str, Any]]],
 
     meta = _read_meta(ipath)
     if held(meta) != len(want):
-        with _locked(ipath):
+        with locked(ipath):
             meta = _read_meta(ipath)
             done = held(meta)
             if done < 0:
@@ -457,7 +468,7 @@ def open_mapped(path: str) -> MappedGraph:
 def reindex(path: str) -> dict[str, Any]:
     """Rebuild the query-ready index of the store at ``path`` from its graph (``lipspark reindex``)."""
     ipath = _graph_dirs(path)[2]
-    with _locked(ipath):
+    with locked(ipath):
         _clear(ipath)
     _, meta = update(path)
     return meta
