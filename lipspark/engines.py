@@ -149,7 +149,6 @@ class SparkGraph:
         self._nodes: list[pd.DataFrame] = []
         self._edges: list[pd.DataFrame] = []
         self._sets = np.zeros(0, dtype=np.int64)  # the sets read so far (sorted)
-        self._hub_ids: set[int] = set()  # invocation nodes read so far
         self._graph: GraphIndex | None = None
         self._outputs: pd.DataFrame | None = None  # every output p-node (a deletion lists those that survive)
         #: Spark jobs run, sets and rows read (what a benchmark reports)
@@ -447,7 +446,6 @@ class SparkGraph:
             if len(hubs) != len(missing):
                 raise QueryError(f"the partitioned tables of {self.path} are inconsistent (an edge crosses two sets); "
                                  f"make them again: lipspark partition --rebuild {self.path}")
-            self._hub_ids.update(hubs["id"].tolist())
             self._sets = np.union1d(self._sets, hubs["set"].to_numpy(dtype=np.int64))
             nodes = pd.concat([nodes, hubs], ignore_index=True)
         self._nodes.append(nodes)
