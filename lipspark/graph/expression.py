@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, NamedTuple
 import numpy as np
 
 from lipspark.errors import MissingValueError, QueryError, StoreError
-from lipspark.semiring import ZERO, AggValue, Expr, Token, black_box, delta, expand, monus, plus, times
+from lipspark.semiring import ZERO, AggValue, Expr, Prefixes, Token, black_box, delta, expand, monus, plus, times
 from lipspark.semiring import evaluate as evaluate_expr
 from lipspark.semiring.evaluate import describe_tokens, missing_tokens
 from lipspark.semiring.expanded import Expanded, ExpandedAggregate
@@ -110,21 +110,24 @@ class _Shown:
         return label
 
 
-def _p_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, exprs: list[Any]) -> Any:
+def _p_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, exprs: list[Any], key: Prefixes) -> Any:
+    # canonical display: · and + commute, so their terms are written in the order of their texts
+    # (of the first few thousand characters: the whole text of a shared sub-expression can be
+    # exponentially long; ties keep the children's order, by node id)
     if op == _TOKEN or op == _INVOCATION:
         return Token(shown.token(pos))
     if op in _PRODUCTS:
-        return times(*sorted(exprs, key=str))  # canonical display: · commutes
+        return times(*sorted(exprs, key=key))
     if op == int(Op.PLUS):
-        return plus(*sorted(exprs, key=str))
+        return plus(*sorted(exprs, key=key))
     if op == int(Op.DELTA):
-        return delta(plus(*sorted(exprs, key=str)))
+        return delta(plus(*sorted(exprs, key=key)))
     if op in _BLACK_BOXES:
         return black_box(str(shown.label[pos]), *exprs)
     raise StoreError(f"p-node {int(g.ids[pos])} has operator {Op(op).name.lower()}, which only v-nodes have; the graph is corrupt")
 
 
-def _v_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, kids: list[int], memo: dict[int, Any]) -> Any:
+def _v_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, kids: list[int], memo: dict[int, Any], key: Prefixes) -> Any:
     if op == _TENSOR:
         p = times(*[memo[c] for c in kids if not g.is_v[c]])
         vk = [c for c in kids if g.is_v[c]]
@@ -140,7 +143,7 @@ def _v_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, kids: list[int], 
         if not kids:
             return shown.value[pos]
         # its p-children are a bag (a row and its bags' members, a group's members): canonical order
-        return black_box(str(shown.label[pos]), *sorted([memo[c] for c in kids if not g.is_v[c]], key=str))
+        return black_box(str(shown.label[pos]), *sorted([memo[c] for c in kids if not g.is_v[c]], key=key))
     raise StoreError(f"v-node {int(g.ids[pos])} has operator {Op(op).name.lower()}, which only p-nodes have; the graph is corrupt")
 
 
@@ -151,19 +154,20 @@ def expressions(g: "GraphIndex", root: int | np.ndarray) -> dict[int, Any]:
     order = g.topological(np.append(g.ancestors(root), root))
     shown = _Shown(g, order)
     memo: dict[int, Any] = {}
+    key = Prefixes()
     for pos in order.tolist():
         kids = sorted(g.children(pos).tolist())
         op = int(g.op[pos])
         if g.is_v[pos]:
-            memo[pos] = _v_expr(g, shown, pos, op, kids, memo)
+            memo[pos] = _v_expr(g, shown, pos, op, kids, memo, key)
         elif op == int(Op.MONUS):
             sub = monus_part_ids(int(g.ids[pos]), SUBTRAHEND)
             right = [k for k in kids if int(g.ids[k]) == sub]
             left = [memo[k] for k in kids if int(g.ids[k]) != sub and not g.is_v[k]]
             # a subtrahend removed (a view after a deletion) is δ(0) = 0: the row is there
-            memo[pos] = monus(times(*sorted(left, key=str)), memo[right[0]] if right else ZERO)
+            memo[pos] = monus(times(*sorted(left, key=key)), memo[right[0]] if right else ZERO)
         else:
-            memo[pos] = _p_expr(g, shown, pos, op, [memo[k] for k in kids if not g.is_v[k]])
+            memo[pos] = _p_expr(g, shown, pos, op, [memo[k] for k in kids if not g.is_v[k]], key)
     return memo
 
 

@@ -840,10 +840,11 @@ class Session:
             node = int(self.view.ids[p])
             try:
                 expr = expanded(self.view, node) if stmt.expand else polynomial(self.view, node)
-            except SemiringError as err:  # an expansion too large to write
+                text = str(expr)
+            except SemiringError as err:  # an expansion or a text too large to write
                 raise QueryError(f"{stmt} (line {stmt.pos.line}): {err}") from None
             rows.append({"node": node, "name": d["name"], "label": self.view.label(p), "module": d["module"], "execution": d["execution"],
-                         "value": d["value"], "what_if": d.get("what_if"), "polynomial": str(expr)})
+                         "value": d["value"], "what_if": d.get("what_if"), "polynomial": text})
         return Result(str(stmt), "polynomial", rows=rows, columns=["name", "module", "execution", "value", "what_if", "polynomial"])
 
     def _checks(self, stmt: ast.Checks) -> Result:

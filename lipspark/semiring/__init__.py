@@ -15,6 +15,8 @@ from __future__ import annotations
 from lipspark.semiring.evaluate import evaluate
 from lipspark.semiring.expanded import Expanded, ExpandedAggregate, Monomial, expand
 from lipspark.semiring.expr import (
+    MAX_TEXT,
+    Prefixes,
     ONE,
     ZERO,
     AggValue,
@@ -53,6 +55,8 @@ from lipspark.semiring.semirings import (
 )
 
 __all__ = [
+    "MAX_TEXT",
+    "Prefixes",
     "Expr",
     "Token",
     "ZERO",

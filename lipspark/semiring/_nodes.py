@@ -14,6 +14,9 @@ from lipspark.semiring._traverse import fold_many
 
 __all__ = [
     "AGG_OPS",
+    "MAX_TEXT",
+    "Prefixes",
+    "check_text_length",
     "canonical_op",
     "Expr",
     "Token",
@@ -30,6 +33,11 @@ __all__ = [
     "black_box",
     "monus",
 ]
+
+#: The longest expression text :func:`str` writes (characters). An expression is a DAG: its text
+#: writes every shared sub-expression out again at each use, so it can grow exponentially with
+#: the depth of sharing (state carried across many executions) where the DAG stays small.
+MAX_TEXT = 50_000_000
 
 #: The aggregate operators an :class:`AggValue` may carry (their labels, in operator order).
 AGG_OPS: tuple[str, ...] = tuple(o.label for o in sorted(AGGREGATE_OPS))
@@ -93,6 +101,7 @@ class Expr:
         return times(_coerce(other), self)
 
     def __str__(self) -> str:
+        check_text_length([self])
         return fold_many([self], _str_node)[0]
 
     def _init_hash(self) -> None:
@@ -443,3 +452,88 @@ def _str_node(node: Expr, kids: list[str]) -> str:
         return f"{_paren(kids[0], node.left, (Sum, Monus))} ⊖ {_paren(kids[1], node.right, (Sum, Monus))}"
     assert isinstance(node, BlackBox)
     return f"{node.name}({', '.join(kids)})"
+
+
+def _len_node(node: Expr, kids: list[int]) -> int:
+    """The length of ``_str_node(node, texts)`` given the lengths of the children's texts."""
+    if isinstance(node, Token):
+        return len(node.name)
+    if isinstance(node, (_Zero, _One)):
+        return 1
+    if isinstance(node, Sum):
+        return sum(kids) + 3 * (len(kids) - 1) if kids else 1
+    if isinstance(node, Product):
+        if not kids:
+            return 1
+        return sum(kids) + (len(kids) - 1) + 2 * sum(isinstance(c, (Sum, Monus)) for c in node.factors)
+    if isinstance(node, Delta):
+        return kids[0] + 3
+    if isinstance(node, Monus):
+        return kids[0] + kids[1] + 3 + 2 * (isinstance(node.left, (Sum, Monus)) + isinstance(node.right, (Sum, Monus)))
+    assert isinstance(node, BlackBox)
+    return len(node.name) + 2 + sum(kids) + 2 * max(len(kids) - 1, 0)
+
+
+def check_text_length(exprs: list[Expr], extra: int = 0) -> int:
+    """The length of the texts of ``exprs`` together (plus ``extra``); :class:`SemiringError` if
+    it is over :data:`MAX_TEXT`. Computed over the DAG, never by writing the text.
+
+    >>> e = t = Token("t")
+    >>> for _ in range(60):   # a DAG of 121 nodes whose text has over 2**60 tokens
+    ...     s = plus(e, t)
+    ...     e = times(s, s)
+    >>> check_text_length([Token("abc")])
+    3
+    >>> check_text_length([e])
+    Traceback (most recent call last):
+    ...
+    lipspark.errors.SemiringError: expected an expression text of at most 50000000 characters; this one would have 16140901064495857651, because the expression writes shared sub-expressions out at each use. Fix: evaluate it in a semiring (counting, boolean...), read its graph (subgraph), or zoom out the modules inside
+    """
+    total = sum(fold_many(exprs, _len_node)) + extra
+    if total > MAX_TEXT:
+        raise SemiringError(
+            f"expected an expression text of at most {MAX_TEXT} characters; this one would have {total}, because "
+            f"the expression writes shared sub-expressions out at each use. Fix: evaluate it in a semiring "
+            f"(counting, boolean...), read its graph (subgraph), or zoom out the modules inside")
+    return total
+
+
+class Prefixes:
+    """The first ``k`` characters of expressions' texts, memoized across calls: a sort key for
+    building canonical expressions bottom-up that costs O(k) per node whatever the text's size
+    (sorting by the whole text is exponential where sub-expressions are shared).
+
+    >>> pre = Prefixes(5)
+    >>> a, b = Token("alpha"), Token("beta")
+    >>> pre(plus(a, b)), pre(times(plus(a, b), b)), pre(a)
+    ('alpha', '(alph', 'alpha')
+    """
+
+    def __init__(self, k: int = 4096) -> None:
+        self.k = k
+        self._memo: dict[int, tuple[Expr, str]] = {}  # id -> (the object, kept alive; its prefix)
+
+    def __call__(self, e: Expr) -> str:
+        memo, k = self._memo, self.k
+        stack: list[tuple[Expr, bool]] = [(e, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in memo:
+                continue
+            kids = node._children()
+            if kids and not expanded:
+                stack.append((node, True))
+                stack.extend((c, False) for c in reversed(kids) if id(c) not in memo)
+                continue
+            texts: list[str] = []
+            if isinstance(node, (Sum, Product, BlackBox)):
+                n = 0
+                for c in kids:  # the children after the first k characters are cut anyway
+                    texts.append(memo[id(c)][1])
+                    n += len(texts[-1]) + 1
+                    if n > k:
+                        break
+            else:
+                texts = [memo[id(c)][1] for c in kids]
+            memo[id(node)] = (node, _str_node(node, texts)[:k])
+        return memo[id(e)][1]

@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # pragma: no cover
 from lipspark.errors import SemiringError
 from lipspark.semiring._nodes import (
     AGG_OPS,
+    MAX_TEXT,
+    Prefixes,
+    check_text_length,
     ONE,
     ZERO,
     BlackBox,
@@ -51,6 +54,8 @@ from lipspark.semiring._nodes import (
 from lipspark.semiring._traverse import fold_many
 
 __all__ = [
+    "MAX_TEXT",
+    "Prefixes",
     "Expr",
     "Token",
     "ZERO",
@@ -158,6 +163,7 @@ class AggValue:
         return (self.op, frozenset(out))
 
     def __str__(self) -> str:
+        check_text_length([p for p, _ in self.terms], extra=sum(len(repr(v)) + 5 for _, v in self.terms))
         polys = fold_many([p for p, _ in self.terms], _str_node)
         parts = [
             f"{_paren(s, p, (Sum,))} ⊗ {v!r}" for s, (p, v) in zip(polys, self.terms)

@@ -214,3 +214,45 @@ def test_aggvalue_normal_form_permute_and_split(terms, rnd, op) -> None:  # type
     assert AggValue(op, tuple(split)).normal_form() == joined.normal_form()
     # adding a term with a fresh token changes the normal form
     assert AggValue(op, tuple(terms) + ((Token("fresh"), 1),)).normal_form() != base.normal_form()
+
+
+# --- text: its length over the DAG, its prefixes, and the cap ------------------------
+
+def _exprs() -> st.SearchStrategy[Expr]:
+    from lipspark.semiring import monus
+
+    leaves = st.sampled_from([A, B, C, ZERO, ONE, Token("long:token")])
+    return st.recursive(leaves, lambda kids: st.one_of(
+        st.lists(kids, min_size=1, max_size=4).map(lambda xs: plus(*xs)),
+        st.lists(kids, min_size=1, max_size=4).map(lambda xs: times(*xs)),
+        kids.map(delta),
+        st.tuples(kids, kids).map(lambda ab: monus(*ab)),
+        st.lists(kids, max_size=3).map(lambda xs: black_box("f", *xs))), max_leaves=14)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_exprs(), st.integers(min_value=1, max_value=40))
+def test_text_length_and_prefixes_agree_with_str(e: Expr, k: int) -> None:
+    from lipspark.semiring import Prefixes
+    from lipspark.semiring._nodes import check_text_length
+
+    text = str(e)
+    assert check_text_length([e]) == len(text)
+    pre = Prefixes(k)
+    for sub in (e, *e._children()):  # memoized across calls: the children are read from the memo
+        assert pre(sub) == str(sub)[:k]
+
+
+def test_a_shared_expression_too_long_to_write_is_refused_in_one_line() -> None:
+    from lipspark.semiring import MAX_TEXT, Prefixes
+
+    e: Expr = A
+    for i in range(40):  # 81 nodes; its text doubles at each level
+        s = plus(e, Token(f"t{i}"))
+        e = times(s, s)
+    with pytest.raises(SemiringError, match=f"at most {MAX_TEXT} characters; this one would have \\d+") as err:
+        str(e)
+    assert "\n" not in str(err.value)
+    with pytest.raises(SemiringError, match="at most"):
+        str(AggValue("Sum", ((e, 1),)))
+    assert Prefixes(10)(e) == "((((((((((" and len(Prefixes()(e)) == 4096  # a sort key stays cheap
