@@ -223,8 +223,28 @@ def _combined(path: str, name: str, parts: list[tuple[int, DataFrame]], entries:
         frames.append(df.select(F.lit(seg).alias(SEG_COLUMN), *[F.col(c).alias(renamed.get(c, c)) for c in df.columns]))
         entries[seg]["tables"][name] = {"path": name, "seg_column": SEG_COLUMN, "columns": {v: k for k, v in renamed.items()}}
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+    if _estimated_bytes(union) > SPLIT_BYTES:
+        # a large table (a group-by over millions of rows: one member row each): written by
+        # every core, a file per partition in partition order (hence segment order), rather
+        # than funnelled into one task that would also compute its whole input alone
+        return _writer(union, os.path.join(path, name))
     # one partition, hence one file (Spark writes it even without rows, so the columns are known)
     return _writer(union.coalesce(1), os.path.join(path, name))
+
+
+#: A shared table whose input Spark estimates above this many bytes is written in parallel, a
+#: file per partition; below it, as one file (workflows' many small segments: a file's footer
+#: outweighs their rows).
+SPLIT_BYTES = 64 << 20
+
+
+def _estimated_bytes(df: DataFrame) -> int:
+    """Spark's estimate of the size of ``df``'s optimized plan (of the files it scans, for a
+    scan), in bytes; 0 when the plan has no estimate."""
+    try:
+        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a Scala BigInt (py4j may give an int)
+    except Exception:  # noqa: BLE001 - an estimate only decides how many files to write
+        return 0
 
 
 def _manifest_text(manifest: dict[str, Any]) -> str:

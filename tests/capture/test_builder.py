@@ -42,3 +42,27 @@ def test_write_gives_each_segment_its_json_and_tables(tmp_path):
     assert [Segment.from_json(e) for e in manifest["segments"]] == segs
     with pytest.raises(AnnotationError, match="non-empty"):
         b.write(str(tmp_path / "g"))
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_large_shared_table_is_written_by_every_partition_and_reads_back_the_same(spark, tmp_path, monkeypatch, split):
+    import os
+
+    from pyspark.sql import functions as F
+
+    import lipspark.capture.builder as builder
+    from lipspark import Tracker
+    from lipspark.graph.index import GraphIndex
+
+    if split:  # every shared table counts as large: one file per partition
+        monkeypatch.setattr(builder, "SPLIT_BYTES", -1)
+    t = Tracker(spark)
+    r = t.annotate(spark.range(0, 400, numPartitions=4).select(F.col("id").alias("k"), (F.col("id") % 7).alias("g")), "R", key=["k"])
+    out = r.groupBy("g").agg(F.sum("k").alias("s"), F.count("*").alias("n")).distinct()
+    rows = sorted((tuple(x.row), x.annotation.factors) for x in out.collect_annotated())
+    t.write(str(tmp_path / "g"))
+    files = [f for f in os.listdir(tmp_path / "g" / "members") if f.endswith(".parquet")]
+    assert (len(files) > 1) == split
+    g, mem = GraphIndex.load(str(tmp_path / "g")), t.graph()
+    assert sorted(g.ids.tolist()) == sorted(mem.ids.tolist()) and len(g.edge_frame()) == len(mem.edge_frame())
+    assert all(str(g.polynomial(f[0])) == str(mem.polynomial(f[0])) for _, f in rows)
