@@ -9,6 +9,8 @@
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import warnings
@@ -95,9 +97,42 @@ def _name(column: str) -> Column:
     return F.col("`" + column.replace("`", "``") + "`")
 
 
-def _check_key(df: DataFrame, relation: str, key: list[str]) -> None:
+def _verdict_file(files: list[FileRef], key: list[str]) -> str | None:
+    """Where the verdict that ``key`` identifies each row of exactly ``files`` is kept: the
+    user's cache directory, named by the files (path, size, modification time) and the key."""
+    from lipspark.cache import cache_dir
+
+    d = cache_dir()
+    if d is None:
+        return None
+    text = json.dumps({"files": [[f.path, f.size, f.mtime_ns] for f in files], "key": key})
+    return os.path.join(d, "keys", hashlib.sha256(text.encode()).hexdigest()[:32])
+
+
+def _check_key(df: DataFrame, relation: str, key: list[str], files: list[FileRef] | None = None) -> None:
     """Refuse a ``key`` that does not identify each row of ``df``: in one aggregation, the key
-    value with a null, else the one on the most rows, if any is on more than one."""
+    value with a null, else the one on the most rows, if any is on more than one.
+
+    When ``df`` is exactly a scan of the Parquet ``files`` (which a graph requires never to
+    change), a key found to identify each row is remembered for those files as they are (size
+    and modification time): the next annotation of the same files by the same key skips the
+    aggregation, a full pass over the relation."""
+    verdict = _verdict_file(files, key) if files else None
+    if verdict is not None and os.path.exists(verdict):
+        return
+    _aggregate_key_check(df, relation, key)
+    if verdict is not None:
+        try:
+            os.makedirs(os.path.dirname(verdict), exist_ok=True)
+            tmp = f"{verdict}.{os.getpid()}.tmp"
+            with open(tmp, "w") as fh:
+                fh.write(json.dumps({"relation": relation, "key": key, "unique": True}))
+            os.replace(tmp, verdict)
+        except OSError:  # a cache only: the next annotation checks again
+            pass
+
+
+def _aggregate_key_check(df: DataFrame, relation: str, key: list[str]) -> None:
     count = f"{PREFIX}rows"
     has_null = reduce(lambda a, b: a | b, [_name(k).isNull() for k in key])
     worst = (df.groupBy(*[_name(k) for k in key]).agg(F.count(F.lit(1)).alias(count))
@@ -229,8 +264,9 @@ class Tracker:
         ``Relation:values`` with ``#n`` for the n-th duplicate (row-position tokens); null is
         ``null`` and values that could be misread are quoted (:mod:`lipspark.vocabulary.tokens`).
 
-        A ``key`` must identify each row: it is checked (one Spark aggregation over ``df``) and a
-        null or repeated key value raises :class:`~lipspark.errors.AnnotationError` naming one
+        A ``key`` must identify each row: it is checked (one Spark aggregation over ``df``; for a
+        scan of Parquet files, once per version of the files: the verdict is kept in the user's
+        cache directory, ``~/.cache/lipspark/keys``) and a null or repeated key value raises :class:`~lipspark.errors.AnnotationError` naming one
         such value and how many rows have it. ``unique=False`` skips the check and labels by the
         key anyway, numbering repeated values ``#2``, ``#3``… in row order, like rows without a key.
 
@@ -266,7 +302,7 @@ class Tracker:
             # recomputes the plan, and positional ids would silently change. Fix them once.
             df = df.localCheckpoint(eager=True)
         if key and unique:
-            _check_key(df, relation, key)
+            _check_key(df, relation, key, files)
         seg = self.builder.allocate()
         columns = tuple(key + [k for k in dict.fromkeys(keep) if k not in key]) if key else tuple(df.columns)
         if files is not None and not is_fine(seg):

@@ -19,7 +19,7 @@ ROOT = Path(lipspark.__file__).parent
 
 #: layer → the module prefixes it holds
 LAYERS: dict[str, tuple[str, ...]] = {
-    "vocabulary": ("lipspark.errors", "lipspark.lazy", "lipspark.vocabulary"),
+    "vocabulary": ("lipspark.errors", "lipspark.lazy", "lipspark.cache", "lipspark.vocabulary"),
     "semiring": ("lipspark.semiring",),
     "store": ("lipspark.store",),
     "graph": ("lipspark.graph",),

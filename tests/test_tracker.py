@@ -65,6 +65,29 @@ def test_a_checked_key_on_files_and_on_a_shuffled_frame(spark, tmp_path):
     assert ok.count() == 2
 
 
+def test_a_key_found_to_identify_each_row_of_files_is_checked_once_per_version_of_them(spark, tmp_path, monkeypatch):
+    import lipspark.tracker as tracker
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    checks: list[str] = []
+    check = tracker._aggregate_key_check
+    monkeypatch.setattr(tracker, "_aggregate_key_check", lambda df, rel, key: (checks.append(rel), check(df, rel, key)))
+    path = str(tmp_path / "cars")
+    spark.createDataFrame([("C1", "Accord"), ("C2", "Civic")], CARS).write.parquet(path)
+    for _ in range(2):
+        Tracker(spark).annotate(spark.read.parquet(path), "Cars", key=["CarId"])
+    assert checks == ["Cars"]  # the second annotation of the same files by the same key: no aggregation
+    Tracker(spark).annotate(spark.read.parquet(path), "Cars", key=["CarId", "Model"])  # another key: checked
+    Tracker(spark).annotate(spark.createDataFrame([("C1", "Accord")], CARS), "Cars", key=["CarId"])  # not files: checked
+    assert checks == ["Cars"] * 3
+    spark.createDataFrame([("C1", "Accord"), ("C1", "Civic"), ("C3", "Jazz")], CARS).write.mode("overwrite").parquet(path)
+    with pytest.raises(AnnotationError, match="CarId = 'C1' is on 2 rows"):  # the files changed: checked again
+        Tracker(spark).annotate(spark.read.parquet(path), "Cars", key=["CarId"])
+    with pytest.raises(AnnotationError, match="CarId = 'C1' is on 2 rows"):  # and a refusal is never remembered
+        Tracker(spark).annotate(spark.read.parquet(path), "Cars", key=["CarId"])
+    assert len(checks) == 5
+
+
 def test_unique_false_numbers_repeated_key_values_in_row_order(spark):
     t = Tracker(spark)
     rows = [("C1", "Accord"), ("C1", "Civic"), (None, "Golf"), (None, "Jazz"), ("C2", "A4")]

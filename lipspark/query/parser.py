@@ -168,14 +168,10 @@ def _cache_file(grammar: str) -> str | bool:
 
     import lark
 
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    d = os.path.join(base, "lipspark")
-    try:
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        st = os.stat(d)
-        if st.st_uid != os.getuid() or st.st_mode & 0o077:
-            return False
-    except OSError:
+    from lipspark.cache import cache_dir
+
+    d = cache_dir()
+    if d is None:
         return False
     key = hashlib.sha256(f"{lark.__version__}\n{grammar}".encode()).hexdigest()[:16]
     return os.path.join(d, f"query-grammar-{key}.lark-cache")
