@@ -183,6 +183,7 @@ class Tracker:
         self.share_breaker_inputs = share_breaker_inputs
         self.black_boxes = BlackBoxRegistry()
         self._persisted: list[DataFrame] = []
+        self._for_graph: list[DataFrame] = []  # cached until the graph is written (keep_for_graph)
         self._case_sensitive: bool | None = None  # read from the session's conf when first needed
         self._warned: set[str] = set()
         self.observer: Callable[[Any, Any], None] | None = None
@@ -198,6 +199,17 @@ class Tracker:
         if self.share_breaker_inputs:
             df.persist()
             self._persisted.append(df)
+        return df
+
+    def keep_for_graph(self, df: DataFrame) -> DataFrame:
+        """Cache ``df`` (memory, spilling to disk) so the output and the graph read one
+        computation of it: the first job that needs it (the output's write, or the graph's)
+        computes it, the other reads the cache. Unlike :meth:`compute_once` the frame keeps its
+        plan (column lineage reads it); its rows must not depend on the job (a recomputation,
+        should the cache lose a block, gives the same rows). :meth:`write` and :meth:`release`
+        free it."""
+        df.persist()
+        self._for_graph.append(df)
         return df
 
     def compute_once(self, df: DataFrame) -> DataFrame:
@@ -251,10 +263,11 @@ class Tracker:
         return name if self.case_sensitive else name.lower()
 
     def release(self) -> None:
-        """Unpersist what :meth:`share` cached."""
-        for df in self._persisted:
+        """Unpersist what :meth:`share` and :meth:`keep_for_graph` cached."""
+        for df in self._persisted + self._for_graph:
             df.unpersist()
         self._persisted.clear()
+        self._for_graph.clear()
 
     def annotate(self, df: DataFrame, relation: str, key: Sequence[str] | None = None, *, unique: bool = True,
                  keep: Sequence[str] = ()) -> AnnotatedFrame:
@@ -330,5 +343,10 @@ class Tracker:
         return GraphIndex.from_segments(self.builder.collect())
 
     def write(self, path: str) -> dict[str, Any]:
-        """Write the recorded graph as Parquet under ``path``; returns the manifest."""
-        return self.builder.write(path)
+        """Write the recorded graph as Parquet under ``path``; returns the manifest. What was
+        cached for the graph alone (:meth:`keep_for_graph`) is freed once it is written."""
+        manifest = self.builder.write(path)
+        for df in self._for_graph:
+            df.unpersist()
+        self._for_graph.clear()
+        return manifest

@@ -299,3 +299,40 @@ def test_an_expression_over_aggregates_without_keys_over_no_rows(spark):
 def test_an_expression_over_the_keys_alone_is_their_value(spark):
     t, ann = check(spark, lambda V: V.groupBy("k").agg(F.upper("k").alias("ku"), F.sum("v").alias("s")), V=V)
     assert all(set(r.annotation.values) == {"s"} for r in ann.collect_annotated())
+
+
+def _aggregation_over_a_join(spark, t):
+    left = spark.createDataFrame([(1, "a", 10.0), (2, "a", float("nan")), (3, "b", None), (4, None, 5.0), (5, "b", -0.0)],
+                                 "i int, k string, x double")
+    right = spark.createDataFrame([(1, 2), (1, 3), (2, 4), (3, 5), (4, 6), (5, 7)], "i int, y int")
+    if t is not None:  # else plain Spark
+        left, right = t.annotate(left, "L", key=["i"]), t.annotate(right, "Q")
+    joined = left.join(right, "i")
+    return joined.groupBy("k", F.col("x") > 1).agg(
+        F.sum("y").alias("s"), F.avg(F.col("x") * F.col("y")).alias("a"), F.countDistinct("y").alias("d"),
+        F.max("x").alias("mx"), F.stddev("y").alias("sd"), (F.sum("y") / F.count("*")).alias("r"), F.count("*").alias("n"))
+
+
+def test_members_collected_by_an_aggregation_over_a_join_equal_a_members_job(spark, monkeypatch):
+    """Over a join, the aggregation collects its members itself (its input is computed once for
+    the output and the graph); the graph, the output and every what-if are those of the members
+    table read by a job of its own."""
+    import lipspark.capture.rules.aggregate as aggregate
+
+    graphs = []
+    decide = aggregate._collect_members
+    for collected in (True, False):
+        t = Tracker(spark)
+        calls: list[bool] = []
+        monkeypatch.setattr(aggregate, "_collect_members", lambda *a: calls.append(decide(*a)) or (collected and calls[-1]))
+        out = _aggregation_over_a_join(spark, t)
+        assert calls == [True]  # a join feeds it: collected, unless forced off
+        rows = sorted(((tuple(r.row), r.annotation) for r in out.collect_annotated()), key=repr)
+        g = t.graph()
+        graphs.append(([row for row, _ in rows], sorted(g.ids.tolist()), sorted(map(tuple, g.edge_frame()[["src", "dst"]].values.tolist())),
+                       [str(g.polynomial(a.factors[0])) for _, a in rows],
+                       [sorted((c, str(g.value(a, c))) for c in a.values) for _, a in rows],
+                       [_what_if(g, ["L:2"]).get(v) for _, a in rows for v in a.values.values()]))
+    assert repr(graphs[0]) == repr(graphs[1])  # (NaN is not equal to itself)
+    plain = _aggregation_over_a_join(spark, None)
+    assert sorted(map(repr, graphs[0][0])) == sorted(repr(tuple(r)) for r in plain.collect())

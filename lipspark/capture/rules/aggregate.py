@@ -204,14 +204,65 @@ def _recorded(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
     seg = tracker.builder.allocate()
     tracker.share(frame.with_annotations())
     group_id = _group_id(seg, keyless=not agg.keys)
-    members, specs = members_table(frame, seg, agg, group_id)
-    out, values = group_output(frame, seg, agg, exprs, group_id)
+    if _collect_members(frame, agg, distinct, what):
+        out, members, values, specs = _with_members_collected(frame, seg, agg, exprs, group_id)
+    else:
+        members, specs = members_table(frame, seg, agg, group_id)
+        out, values = group_output(frame, seg, agg, exprs, group_id)
     segment = GroupSegment(seg, tracker.context, op=Op.DELTA, label=Op.DELTA.label, k=layout.k, aggregates=specs,
                            group=segment_node(seg) if not agg.keys else None)
     tables = {"members": members, **({"values": values} if values is not None else {})}
     tracker.builder.record(segment, **tables)
     value_names = tuple(p.column for p in agg.planned if p.column is not None)
     return frame.derive(out, Layout(1, value_names, tuple(agg.items[j].name for j in agg.bags)))
+
+
+#: Plan nodes whose recomputation costs a shuffle: a graph's members table read over an input
+#: holding one (a join, an earlier aggregation, a window) would run it again.
+_SHUFFLING = ("Join", "Aggregate", "Window")
+#: The hidden column of the aggregation that collects its members (:func:`_with_members_collected`).
+_MEMBERS = "__lp_members"
+
+
+def _collect_members(frame: AnnotatedFrame, agg: Aggregation, distinct: bool, what: str | None) -> bool:
+    """Whether the members table is collected by the aggregation itself rather than read by a
+    job of its own over the aggregation's input: for a ``groupBy`` by keys (a keyless one is one
+    group: an array of every row) over an input whose recomputation shuffles (a join), outside
+    workflows (whose module relations are small and cached, :meth:`Tracker.share`)."""
+    if distinct or what is not None or agg.bags or not agg.keys or frame.tracker.share_breaker_inputs:
+        return False
+    try:
+        plan = frame.with_annotations()._jdf.queryExecution().analyzed()
+        stack = [plan]
+        while stack:
+            node = stack.pop()
+            name = node.getClass().getSimpleName()
+            if any(name.endswith(s) for s in _SHUFFLING):
+                return True
+            children = node.children()
+            stack.extend(children.apply(i) for i in range(children.size()))
+    except Exception:  # noqa: BLE001 - no plan to read (e.g. Spark Connect): the members job
+        return False
+    return False
+
+
+def _with_members_collected(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Sequence[Any],
+                            group_id: Callable[[list[Column]], Column]) -> tuple[DataFrame, DataFrame, DataFrame | None,
+                                                                                 tuple[AggregateSpec, ...]]:
+    """The aggregation with each group's members collected beside its aggregates
+    (``collect_list`` of the members table's row, less the group id), cached for the graph: the
+    output, the members table (the groups' arrays exploded, ``g`` their δ id) and the values
+    table all read that one computation, so the aggregation's input (a join) is computed once for the output and the
+    graph alike, where a members table of its own would compute it again. The data is the plain
+    aggregation's: the collected column is dropped from the output."""
+    cols, specs = member_columns(frame, seg, agg, group_id)
+    member = F.struct(*cols[1:])
+    df = frame.with_annotations()
+    hidden = [_black_box_column(p.item).alias(p.hidden) for p in agg.planned if p.hidden is not None]
+    plain = frame.tracker.keep_for_graph(df.groupBy(*agg.keys).agg(*exprs, *hidden, F.collect_list(member).alias(_MEMBERS)))
+    out, values = group_output(frame, seg, replace(agg, plain=plain), exprs, group_id, keep=_MEMBERS)
+    members = out.select(F.col(factor(0)).alias("g"), F.inline(F.col(_MEMBERS)))
+    return out.drop(_MEMBERS), members, values, specs
 
 
 def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool, what: str | None = None) -> None:
@@ -331,6 +382,13 @@ def members_table(frame: AnnotatedFrame, seg: int, agg: Aggregation,
     the distinct non-constant aggregate arguments ``x<i>``, the v-nodes the arguments read
     (``v<j>``: a bare column's own; ``w<j>_<n>``: those an expression reads), the δ id of each
     DISTINCT aggregate's value ``d<j>``; and the segment's aggregate specs."""
+    cols, specs = member_columns(frame, seg, agg, group_id)
+    return frame.with_annotations().select(*cols), specs
+
+
+def member_columns(frame: AnnotatedFrame, seg: int, agg: Aggregation,
+                   group_id: Callable[[list[Column]], Column]) -> tuple[list[Column], tuple[AggregateSpec, ...]]:
+    """The columns of :func:`members_table` over the frame's rows (``g`` first), and the specs."""
     layout = frame.layout
     df = frame.with_annotations()
     in_keys = [normalized(k, t) for k, t in zip(agg.keys, agg.key_types)]
@@ -363,7 +421,7 @@ def members_table(frame: AnnotatedFrame, seg: int, agg: Aggregation,
             cols.append(_distinct_id(df, seg, gid, j, it).alias(distinct_col))
         label = it.argument if reads or (it.distinct and vnode is not None) else None
         specs.append(AggregateSpec(p.op, arg_index, column, vnode, reads, label, distinct_col))
-    return df.select(*cols), tuple(specs)
+    return cols, tuple(specs)
 
 
 def _argument_vnodes(layout: Layout, it: AggregateItem, j: int, cols: list[Column]) -> tuple[str | None, tuple[str, ...]]:
@@ -392,7 +450,7 @@ def _distinct_id(df: DataFrame, seg: int, gid: Column, j: int, it: AggregateItem
 
 
 def group_output(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Sequence[Any],
-                 group_id: Callable[[list[Column]], Column]) -> tuple[DataFrame, DataFrame | None]:
+                 group_id: Callable[[list[Column]], Column], keep: str | None = None) -> tuple[DataFrame, DataFrame | None]:
     """Exactly the plain aggregation (``collect_list`` rebuilt to keep member provenance), with
     each group's δ id as its factor and each aggregate's v-node id; and the ``values`` table of
     the black-box aggregates (``None`` without any): per group ``g``, ``y<j>`` the value as JSON."""
@@ -413,7 +471,8 @@ def group_output(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Seque
         values = out.select(gid.alias("g"), *[value_json(col(i), out.schema[i].dataType).alias(f"y{j}") for j, i in boxes])
     visible = [col(i).alias(names[i]) for i in range(agg.width)]
     members = [col(names.index(bag_col(agg.items[j].name))).alias(bag_col(agg.items[j].name)) for j in agg.bags]
-    return out.select(*visible, gid.alias(factor(0)), *ids, *members), values
+    kept = [col(names.index(keep)).alias(keep)] if keep is not None else []  # a hidden column passed through, last
+    return out.select(*visible, gid.alias(factor(0)), *ids, *members, *kept), values
 
 
 def value_json(col: Column, dtype: T.DataType) -> Column:
