@@ -15,10 +15,14 @@ KNOWN_WRONG: dict[int, str] = {}
 
 
 @pytest.fixture(scope="module")
-def tiny(spark, tmp_path_factory):
+def tiny_root(tmp_path_factory):
     # scale factor 0.01 is the smallest whose partsupp keys are unique (at 0.001 tpchgen repeats them)
-    root = str(tmp_path_factory.mktemp("tpch") / "sf0.01")
-    return load(spark, generate(0.01, root), 0.01)
+    return generate(0.01, str(tmp_path_factory.mktemp("tpch") / "sf0.01"))
+
+
+@pytest.fixture(scope="module")
+def tiny(spark, tiny_root):
+    return load(spark, tiny_root, 0.01)
 
 
 def test_a_query_runs_matches_and_passes_the_oracle(spark, tiny):
@@ -66,3 +70,17 @@ def test_scoreboard_at_scale_factor_001(spark, tmp_path_factory):
             assert wrong, f"Q{o.query} no longer fails its oracle: take it off KNOWN_WRONG"
         else:
             assert not wrong, f"Q{o.query}: a wrong what-if: {wrong}"
+
+
+def test_the_capture_benchmark_runs_and_reports_the_first_tracked_run_apart(spark, tiny_root, tmp_path, monkeypatch):
+    import json
+    import os
+
+    from benchmarks.tpch import capture
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "mine"))
+    out = tmp_path / "capture.json"
+    res = capture.main(["--scale", "0.01", "--queries", "3", "--reps", "1", "--data", tiny_root, "--out", str(out)])
+    q3 = json.loads(out.read_text())["queries"]["Q3"]
+    assert res["queries"]["Q3"] == q3 and q3["ratio"] > 0 and q3["first_tracked_s"] > 0
+    assert os.environ["XDG_CACHE_HOME"] == str(tmp_path / "mine")  # the benchmark's own key cache is gone with it

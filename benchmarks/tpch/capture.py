@@ -85,6 +85,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore", ProvenanceWarning)
     keys = tempfile.mkdtemp(prefix="lipspark-tpch-keys-")
+    cache_home = os.environ.get("XDG_CACHE_HOME")
     os.environ["XDG_CACHE_HOME"] = keys  # no key verdicts from earlier runs: the first tracked run checks them
     queries = [int(q) for q in args.queries.split(",")] if args.queries != "all" else sorted(QUERIES)
     t0 = time.perf_counter()
@@ -110,6 +111,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(keys, ignore_errors=True)
+        if cache_home is None:
+            os.environ.pop("XDG_CACHE_HOME", None)
+        else:
+            os.environ["XDG_CACHE_HOME"] = cache_home
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump(results, fh, indent=1)

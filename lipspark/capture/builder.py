@@ -232,17 +232,32 @@ def _combined(path: str, name: str, parts: list[tuple[int, DataFrame]], entries:
     return _writer(union.coalesce(1), os.path.join(path, name))
 
 
-#: A shared table whose input Spark estimates above this many bytes is written in parallel, a
+#: A shared table whose inputs Spark estimates above this many bytes is written in parallel, a
 #: file per partition; below it, as one file (workflows' many small segments: a file's footer
 #: outweighs their rows).
 SPLIT_BYTES = 64 << 20
+#: spark.sql.defaultSizeInBytes: the estimate of a leaf Spark cannot size (a checkpoint)
+_NO_ESTIMATE = (1 << 63) - 1
 
 
 def _estimated_bytes(df: DataFrame) -> int:
-    """Spark's estimate of the size of ``df``'s optimized plan (of the files it scans, for a
-    scan), in bytes; 0 when the plan has no estimate."""
+    """The bytes ``df``'s optimized plan reads: the sum of Spark's size estimates of its leaves
+    (the files a scan reads, an in-memory relation); 0 when the plan has no estimate. (Not the
+    estimate of the plan itself: without statistics Spark estimates a join as the product of
+    its sides, which makes small tables look huge.)"""
     try:
-        return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))  # a Scala BigInt (py4j may give an int)
+        total, stack = 0, [df._jdf.queryExecution().optimizedPlan()]
+        while stack:
+            node = stack.pop()
+            if node.getClass().getSimpleName() == "InMemoryRelation":  # a cache: what it caches reads
+                stack.append(node.cacheBuilder().logicalPlan())
+                continue
+            children = node.children()
+            if children.size() == 0:
+                size = int(str(node.stats().sizeInBytes()))  # a Scala BigInt (py4j may give an int)
+                total += size if size < _NO_ESTIMATE else 0  # Spark's default for a leaf it cannot size
+            stack.extend(children.apply(i) for i in range(children.size()))
+        return total
     except Exception:  # noqa: BLE001 - an estimate only decides how many files to write
         return 0
 
