@@ -252,9 +252,9 @@ def _with_members_collected(frame: AnnotatedFrame, seg: int, agg: Aggregation, e
     """The aggregation with each group's members collected beside its aggregates
     (``collect_list`` of the members table's row, less the group id), cached for the graph: the
     output, the members table (the groups' arrays exploded, ``g`` their δ id) and the values
-    table all read that one computation, so the aggregation's input (a join) is computed once for the output and the
-    graph alike, where a members table of its own would compute it again. The data is the plain
-    aggregation's: the collected column is dropped from the output."""
+    table all read that one computation, so the aggregation's input (a join) is computed once
+    for the output and the graph alike, where a members table of its own would compute it
+    again. The data is the plain aggregation's: the collected column is dropped from the output."""
     cols, specs = member_columns(frame, seg, agg, group_id)
     member = F.struct(*cols[1:])
     df = frame.with_annotations()
