@@ -147,6 +147,12 @@ def _aggregate_key_check(df: DataFrame, relation: str, key: list[str]) -> None:
             "or number repeated key values as row-position tokens with annotate(..., unique=False)"))
 
 
+def _unpersist(frames: list[DataFrame]) -> None:
+    for df in frames:
+        df.unpersist()
+    frames.clear()
+
+
 class Tracker:
     """Owns one provenance graph under construction.
 
@@ -264,10 +270,8 @@ class Tracker:
 
     def release(self) -> None:
         """Unpersist what :meth:`share` and :meth:`keep_for_graph` cached."""
-        for df in self._persisted + self._for_graph:
-            df.unpersist()
-        self._persisted.clear()
-        self._for_graph.clear()
+        _unpersist(self._persisted)
+        _unpersist(self._for_graph)
 
     def annotate(self, df: DataFrame, relation: str, key: Sequence[str] | None = None, *, unique: bool = True,
                  keep: Sequence[str] = ()) -> AnnotatedFrame:
@@ -279,7 +283,8 @@ class Tracker:
 
         A ``key`` must identify each row: it is checked (one Spark aggregation over ``df``; for a
         scan of Parquet files, once per version of the files: the verdict is kept in the user's
-        cache directory, ``~/.cache/lipspark/keys``) and a null or repeated key value raises :class:`~lipspark.errors.AnnotationError` naming one
+        cache directory, ``~/.cache/lipspark/keys``) and a null or repeated key value raises
+        :class:`~lipspark.errors.AnnotationError` naming one
         such value and how many rows have it. ``unique=False`` skips the check and labels by the
         key anyway, numbering repeated values ``#2``, ``#3``… in row order, like rows without a key.
 
@@ -346,7 +351,5 @@ class Tracker:
         """Write the recorded graph as Parquet under ``path``; returns the manifest. What was
         cached for the graph alone (:meth:`keep_for_graph`) is freed once it is written."""
         manifest = self.builder.write(path)
-        for df in self._for_graph:
-            df.unpersist()
-        self._for_graph.clear()
+        _unpersist(self._for_graph)
         return manifest
