@@ -80,7 +80,7 @@ _EXAMPLES = {
     "partition": [f"lipspark partition {_DEMO}",
                   f'lipspark query {_DEMO} --engine spark -e "ancestors output BestBid of agg execution 1"'],
     "serve": [
-        "lipspark run workflows/car_dealership.py --executions 2 --param numCars=200 --capture deferred --graph graphs/cars-deferred",
+        "lipspark run workflows/car_dealership.py --executions 2 --param numCars=200 --capture deferred --no-serve --graph graphs/cars-deferred",
         "lipspark serve graphs/cars-deferred --detach --idle 10  # returns once it listens; it warms up in the background",
         "lipspark serve graphs/cars-deferred --status",
         "lipspark query graphs/cars-deferred -e 'polynomial output BestBid of agg execution 2'  # its replays run in the service",
@@ -148,9 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--capture", choices=("eager", "deferred"), default="eager",
                    help="eager (default): write the graph with each execution; deferred: run at the speed of provenance off "
                         "and make the graph when first queried, by replaying the executions")
-    r.add_argument("--serve", type=_positive, default=None, metavar="MINUTES",
-                   help="with --capture deferred: when the run ends, leave a replay service warming up for the store's first "
-                        "queries, until it has been idle MINUTES (lipspark serve --help)")
+    serving = r.add_mutually_exclusive_group()
+    serving.add_argument("--serve", type=_positive, default=None, metavar="MINUTES",
+                         help="with --capture deferred (the default there: 15): when the run ends, its Spark stays on as the "
+                              "store's replay service, warm for the first queries, until it has been idle MINUTES "
+                              "(lipspark serve --help; LIPSPARK_SERVE=off turns the default off)")
+    serving.add_argument("--no-serve", action="store_true", help="with --capture deferred: leave no replay service when the run ends")
     m = command("materialize", help="make the graph of a store run with --capture deferred (replays its executions)")
     m.add_argument("graph", help="a workflow store run with --capture deferred")
     m.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
@@ -163,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
                              "one (docs/benchmarks.md). It warms up first (replays execution 1's invocations into a scratch "
                              "directory it removes), then serves lipspark query, shell, viz, export and Python sessions on "
                              "the store until --idle minutes pass without a request. Queries work the same without it: they "
-                             "replay in their own process. See docs/design.md, \"Deferred capture\".")
+                             "replay in their own process. A deferred lipspark run leaves one by default, on the run's own "
+                             "warm Spark (lipspark run --help: --serve, --no-serve). See docs/design.md, \"Deferred capture\".")
     sv.add_argument("graph", help="a workflow store run with --capture deferred")
     sv_do = sv.add_mutually_exclusive_group()
     sv_do.add_argument("--detach", action="store_true", help="start it in the background and return once it listens "
@@ -265,9 +269,6 @@ def _bench(args: Any) -> int:
 
 
 def _run(args: Any) -> int:
-    from lipspark.errors import ExecutionFailed
-    from lipspark.workflow import run
-
     if args.explain_failure:
         return _explain_failure(args)
     if args.serve is not None and args.capture != "deferred":
@@ -275,6 +276,36 @@ def _run(args: Any) -> int:
 
         raise WorkflowError("--serve keeps a replay service for a deferred store's queries: add --capture deferred "
                             "(an eager store's graph needs no replay)")
+    minutes = _serve_minutes(args)
+    if minutes is not None and hasattr(os, "fork"):
+        from lipspark.workflow.service import run_then_serve
+
+        return run_then_serve(lambda: _main_run(args), lambda: args.graph or _default_graph(args), idle=minutes * 60.0,
+                              master=args.master)
+    return _run_now(args)
+
+
+def _serve_minutes(args: Any) -> int | None:
+    """How long the run's Spark stays on as the store's replay service once idle (``None``: it does not)."""
+    if args.capture != "deferred" or args.no_serve or args.no_provenance:
+        return None
+    from lipspark.workflow.service import DEFAULT_IDLE_MINUTES, serve_default
+
+    if args.serve is not None:
+        return int(args.serve)
+    return DEFAULT_IDLE_MINUTES if serve_default() else None
+
+
+def _main_run(args: Any) -> int:
+    """The run in the child that serves after it: errors said in one line, as :func:`_main` says them."""
+    args.no_serve = True
+    return _main(args)
+
+
+def _run_now(args: Any) -> int:
+    from lipspark.errors import ExecutionFailed
+    from lipspark.workflow import run
+
     params = dict(args.param)
     if args.seed is not None:
         params["seed"] = args.seed
@@ -294,7 +325,7 @@ def _run(args: Any) -> int:
         print(err.report.text(store=args.graph or _default_graph(args)), file=sys.stderr)
         return 1
     print(summary)
-    if args.serve is not None:
+    if args.serve is not None and not args.no_serve:  # no fork here: a service of its own, once the run has ended
         from lipspark.workflow.service import find_service, start_detached
 
         graph = args.graph or _default_graph(args)

@@ -8,15 +8,16 @@
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ["get_spark", "default_conf", "run_concurrently", "archive_path", "java_options"]
+__all__ = ["get_spark", "default_conf", "run_concurrently", "archive_path", "java_options", "jvm_output"]
 
 _T = TypeVar("_T")
 #: Spark jobs one writer submits at once (see :func:`run_concurrently`).
@@ -25,6 +26,9 @@ CONCURRENT_JOBS = 4
 
 #: Spark's logging while lipspark starts it: errors only (``verbose`` keeps Spark's own profile)
 QUIET_LOG4J = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
+
+#: where a JVM this process starts writes its standard output and error (:func:`jvm_output`)
+_JVM_OUTPUT: list[int] = []
 
 #: the environment variable naming the JVM class archive (:mod:`lipspark.class_archive`): a path, or ``off``
 ARCHIVE_ENV = "LIPSPARK_CLASS_ARCHIVE"
@@ -76,6 +80,34 @@ def default_conf(shuffle_partitions: int = 4, *, verbose: bool = False, archive:
     }
 
 
+@contextlib.contextmanager
+def jvm_output(fd: int) -> Iterator[None]:
+    """Within this block, a JVM :func:`get_spark` starts writes its standard output and error to
+    the file descriptor ``fd`` instead of this process's own. A run that stays on as its store's
+    replay service (:func:`lipspark.workflow.service.run_then_serve`) relays them, so that once it
+    has left the terminal no JVM holds the terminal, or a pipe its reader waits to see closed.
+
+    >>> with jvm_output(2):
+    ...     pass
+    """
+    _JVM_OUTPUT.append(fd)
+    try:
+        yield
+    finally:
+        _JVM_OUTPUT.pop()
+
+
+def _launch_jvm(settings: dict[str, str]) -> None:
+    """Start Spark's JVM with ``settings`` (as the builder would) and its output to :func:`jvm_output`'s
+    descriptor; the session the builder then creates runs on it."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    fd = _JVM_OUTPUT[-1]
+    conf = SparkConf(loadDefaults=False).setAll(list(settings.items()))
+    SparkContext._ensure_initialized(gateway=launch_gateway(conf, popen_kwargs={"stdout": fd, "stderr": fd}))
+
+
 def get_spark(
     master: str | None = None,
     *,
@@ -109,9 +141,12 @@ def get_spark(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     existed = SparkContext._active_spark_context is not None  # someone else's Spark: leave its settings alone
-    builder = SparkSession.builder.master(master or os.environ.get("LIPSPARK_MASTER", "local[2]"))
-    builder = builder.appName(app_name)
-    for key, value in {**default_conf(shuffle_partitions, verbose=verbose), **(conf or {})}.items():
+    settings = {"spark.master": master or os.environ.get("LIPSPARK_MASTER", "local[2]"), "spark.app.name": app_name,
+                **default_conf(shuffle_partitions, verbose=verbose), **(conf or {})}
+    if _JVM_OUTPUT and SparkContext._gateway is None:
+        _launch_jvm(settings)
+    builder = SparkSession.builder
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if not existed and not verbose:

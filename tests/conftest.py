@@ -6,6 +6,10 @@ import os
 import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+# a deferred `lipspark run` stays on as its store's replay service unless told not to: not in the
+# suite, whose runs (and the examples' commands) would leave services behind; tests/workflow/test_service.py
+# turns it on where it tests it
+os.environ["LIPSPARK_SERVE"] = "off"
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -99,6 +99,14 @@ def _reads_stored(s: Segment) -> bool:
     return not (isinstance(s, BoundarySegment) and s.role in _READS)
 
 
+class _SparkNeeded(Exception):
+    """A probe needs Spark (:meth:`DeferredGraph.layouts`)."""
+
+
+def _no_spark() -> Any:
+    raise _SparkNeeded()
+
+
 class DeferredGraph:
     """The graph of the deferred store at ``store`` for queries: coarse where no query has
     needed more yet, replayed where one has (see the module's docstring).
@@ -151,8 +159,16 @@ class DeferredGraph:
 
     def layouts(self) -> list[Any]:
         """The probed layouts of every execution (``replays/layouts.json``; probed once)."""
+        upto = len(self.store.executions)
+        if self._layouts is None and self._spark is None:  # probes this process would start Spark for: the service's, if one runs
+            try:
+                self._layouts = store_layouts(self.store, self.workflow, _no_spark, upto)
+            except _SparkNeeded:
+                from lipspark.workflow.service_protocol import probe_by_service
+
+                probe_by_service(self.store)
         if self._layouts is None:
-            self._layouts = store_layouts(self.store, self.workflow, lambda: self.spark, len(self.store.executions))
+            self._layouts = store_layouts(self.store, self.workflow, lambda: self.spark, upto)
         return self._layouts
 
     def is_replayed(self, n: int, node: str) -> bool:

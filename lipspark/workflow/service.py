@@ -45,7 +45,13 @@ from lipspark.workflow.layouts import REPLAYS_DIR
 from lipspark.workflow.service_protocol import (CONNECT_TIMEOUT, FORMAT, LOCK_FILE, REQUEST_TIMEOUT, SERVICE_FILE, VERSION, alive,
                                                 find_service, info_path, read_info, request, socket_path, write_info)
 
-__all__ = ["serve", "start_detached", "stop_service", "ping", "find_service", "SERVICE_FILE"]
+__all__ = ["serve", "start_detached", "run_then_serve", "serve_default", "stop_service", "ping", "find_service", "SERVICE_FILE"]
+
+#: The environment variable that turns off the service a deferred ``lipspark run`` leaves by
+#: default (``off``, ``0``, ``no`` or ``false``; ``lipspark run --no-serve`` does it for one run).
+SERVE_ENV = "LIPSPARK_SERVE"
+#: Idle minutes after which the service a deferred ``lipspark run`` leaves stops.
+DEFAULT_IDLE_MINUTES = 15
 
 
 def _check_request(doc: Any, graph: Any) -> list[tuple[int, str]]:
@@ -128,7 +134,7 @@ class _Service:
                     conn, doc = _receive(listening)
                     if conn is None:
                         continue
-                    if isinstance(doc, dict) and doc.get("op") == "ping":
+                    if isinstance(doc, dict) and doc.get("op") in ("ping", "layouts"):  # quick: answered in the warm-up
                         _send(conn, self.answer(doc)[0])
                         conn.close()
                         continue
@@ -156,8 +162,14 @@ class _Service:
             return {"ok": True, **(read_info(self.root) or {}), "replays": self.replays}, False
         if op == "stop":
             return {"ok": True}, True
+        if op == "layouts":  # probe what the store's layouts lack (a run appended executions), so the client needs no Spark
+            try:
+                self.graph().layouts()
+            except LipsparkError as err:
+                return {"ok": False, "error": str(err)}, False
+            return {"ok": True}, False
         if op != "replay":
-            return {"ok": False, "error": f"expected a request op of ping, replay or stop, got {json.dumps(op)}"}, False
+            return {"ok": False, "error": f"expected a request op of ping, layouts, replay or stop, got {json.dumps(op)}"}, False
         done: list[list[Any]] = []
         try:
             graph = self.graph()
@@ -185,10 +197,11 @@ def _already(root: str, running: dict[str, Any]) -> StoreError:
 
 
 def serve(root: str, *, idle: float = 900.0, warm: float = 300.0, master: str | None = None,
-          log: Callable[[str], None] | None = None) -> int:
+          log: Callable[[str], None] | None = None, on_listening: Callable[[dict[str, Any]], None] | None = None) -> int:
     """Serve replays for the deferred store at ``root`` until ``idle`` seconds pass without a
     request (or a ``stop`` request, or SIGTERM); warm up for at most ``warm`` seconds first (0:
-    none). ``log``: where progress lines go (default: standard error). Returns the number of
+    none). ``log``: where progress lines go (default: standard error). ``on_listening`` is called
+    with the service's record once it listens, before its warm-up. Returns the number of
     invocations replayed for requests."""
     say = log or (lambda line: print(f"lipspark serve: {line}", file=sys.stderr, flush=True))
     store = _servable(root)
@@ -200,12 +213,13 @@ def serve(root: str, *, idle: float = 900.0, warm: float = 300.0, master: str | 
         held.close()
         raise _already(root, find_service(root) or {"pid": "?"}) from None
     try:
-        return _serve_locked(root, store, idle=idle, warm=warm, master=master, say=say)
+        return _serve_locked(root, store, idle=idle, warm=warm, master=master, say=say, on_listening=on_listening)
     finally:
         held.close()
 
 
-def _serve_locked(root: str, store: Store, *, idle: float, warm: float, master: str | None, say: Callable[[str], None]) -> int:
+def _serve_locked(root: str, store: Store, *, idle: float, warm: float, master: str | None, say: Callable[[str], None],
+                  on_listening: Callable[[dict[str, Any]], None] | None = None) -> int:
     """:func:`serve` once it holds the store's service lock."""
     from lipspark.session import get_spark
 
@@ -232,6 +246,8 @@ def _serve_locked(root: str, store: Store, *, idle: float, warm: float, master: 
     previous = signal.signal(signal.SIGTERM, stop) if main else None
     try:
         write_info(root, info)
+        if on_listening is not None:
+            on_listening(info)
         say(f"listening on {path} for {root}")
         first = service.warm(listening, warm, say) if warm > 0 else None
         write_info(root, {**info, "warm": True})
@@ -319,3 +335,142 @@ def ping(root: str) -> dict[str, Any] | None:
     if info is None:
         return None
     return request(str(info.get("socket")), {"op": "ping"}, timeout=CONNECT_TIMEOUT) or {**info, "replays": None}
+
+
+def serve_default() -> bool:
+    """Whether a deferred ``lipspark run`` stays on as its store's replay service unless told not to
+    (:data:`SERVE_ENV`)."""
+    return os.environ.get(SERVE_ENV, "").strip().lower() not in ("off", "0", "no", "false")
+
+
+def run_then_serve(run: Callable[[], int], graph: Callable[[], str], *, idle: float = DEFAULT_IDLE_MINUTES * 60.0,
+                   warm: float = 300.0, master: str | None = None) -> int:
+    """Run ``run`` (a deferred ``lipspark run``: its exit code) in a child process which, once the
+    run has succeeded, stays on as the replay service of the store at ``graph()``, on the Spark the
+    run warmed: the store's first query then replays in a JVM that has just run every module,
+    instead of starting and warming one (docs/benchmarks.md, "Provenance on demand").
+
+    This process waits for the run and returns its exit code as soon as the child listens (its
+    record is in ``replays/service.json`` by then, so the next command finds it). Until then the
+    child writes to this process's terminal, and Ctrl-C (or SIGTERM, SIGHUP) here is passed on to
+    it, so the run behaves as one in this process would. Then the child leaves the terminal: its
+    output, and its JVM's (relayed through a pipe from the start, so that no JVM holds the
+    terminal or a pipe whose reader waits for it to close), go to ``replays/service.log``. It
+    stops as :func:`serve` does (idle, ``lipspark serve G --stop``, SIGTERM). A run that fails,
+    is interrupted, or finds another service serving the store, leaves no service.
+    """
+    status_r, status_w = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(status_w)
+        return _wait_for_run(pid, status_r)
+    os.close(status_r)  # pragma: no cover - the child: tests see it through the processes it leaves
+    code, reported = 1, [False]
+    try:
+        os.setsid()  # the terminal's signals reach the parent, which passes them on
+        code = _run_and_serve(run, graph, status_w, reported, idle=idle, warm=warm, master=master)
+    except SystemExit as stop:  # SIGTERM while serving
+        code = stop.code if isinstance(stop.code, int) else 0
+    except BaseException as err:  # noqa: BLE001 - said where the child writes now (terminal or log)
+        print(f"lipspark: error: {type(err).__name__}: {err}", file=sys.stderr)
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _report(status_w, code, reported)
+        os._exit(code)
+
+
+def _wait_for_run(pid: int, status_r: int) -> int:
+    """The parent's side of :func:`run_then_serve`: the run's exit code, once the child reports it."""
+    def forward(signum: int, frame: Any) -> None:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    data = b""
+    try:
+        while b"\n" not in data:
+            chunk = os.read(status_r, 64)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(status_r)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    line = data.split(b"\n")[0].strip()
+    if line == b"0":
+        return 0  # the child serves on, on its own
+    _, status = os.waitpid(pid, 0)  # a failed run: its child ends now; its output is all out
+    if line.lstrip(b"-").isdigit():
+        return int(line)
+    code = os.waitstatus_to_exitcode(status)
+    return 128 - code if code < 0 else code or 1
+
+
+def _report(status_w: int, code: int, reported: list[bool]) -> None:
+    if reported[0]:
+        return
+    reported[0] = True
+    try:
+        os.write(status_w, f"{code}\n".encode())
+        os.close(status_w)
+    except OSError:
+        pass
+
+
+def _relay(fd: int) -> None:
+    """Copy what the JVM writes to this process's standard error, wherever that is now."""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        try:
+            os.write(2, chunk)
+        except OSError:
+            pass
+
+
+def _run_and_serve(run: Callable[[], int], graph: Callable[[], str], status_w: int, reported: list[bool], *,
+                   idle: float, warm: float, master: str | None) -> int:
+    """The child's side of :func:`run_then_serve`."""
+    from lipspark.session import jvm_output
+
+    relay_r, relay_w = os.pipe()
+    threading.Thread(target=_relay, args=(relay_r,), name="lipspark-jvm-output", daemon=True).start()
+    try:
+        with jvm_output(relay_w):
+            code = run()
+    finally:
+        os.close(relay_w)  # the JVM keeps its own copy
+    if code != 0:
+        return code
+    root = graph()
+
+    def detach(info: dict[str, Any]) -> None:
+        print(f"replay service pid {os.getpid()} warming up on this run's Spark for {root}'s queries; it stops after "
+              f"{idle / 60:g} idle minutes, or: lipspark serve {root} --stop (lipspark run --no-serve leaves none)", flush=True)
+        sys.stderr.flush()
+        log = os.open(os.path.join(root, REPLAYS_DIR, "service.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.close(null)
+        _report(status_w, 0, reported)
+
+    try:
+        serve(root, idle=idle, warm=warm, master=master, on_listening=detach)
+    except Exception as err:  # noqa: BLE001 - the run succeeded: its exit code stays 0
+        if reported[0]:
+            raise
+        running = find_service(root)
+        print(f"replay service pid {running['pid']} already serves {root}'s queries" if running is not None
+              else f"lipspark: no replay service: {err}", flush=True)
+    return 0

@@ -197,3 +197,89 @@ def test_run_serve_needs_deferred_capture_and_writes_nothing_without_it(tmp_path
     assert err == ("lipspark: error: --serve keeps a replay service for a deferred store's queries: add --capture deferred "
                    "(an eager store's graph needs no replay)\n")
     assert not graph.exists()
+
+
+def _args(*argv: str):
+    from lipspark.cli import build_parser
+
+    return build_parser().parse_args(["run", LEDGER, *argv])
+
+
+def test_a_deferred_run_serves_by_default_for_fifteen_idle_minutes_unless_told_not_to(monkeypatch):
+    from lipspark.cli import _serve_minutes
+
+    monkeypatch.delenv("LIPSPARK_SERVE", raising=False)
+    assert _serve_minutes(_args("--capture", "deferred")) == 15
+    assert _serve_minutes(_args("--capture", "deferred", "--serve", "3")) == 3
+    assert _serve_minutes(_args("--capture", "deferred", "--no-serve")) is None
+    assert _serve_minutes(_args()) is None  # an eager store needs no replay
+    for off in ("off", "0", "no", "False"):
+        monkeypatch.setenv("LIPSPARK_SERVE", off)
+        assert _serve_minutes(_args("--capture", "deferred")) is None
+        assert _serve_minutes(_args("--capture", "deferred", "--serve", "3")) == 3  # asked for, in so many words
+
+
+def test_serve_and_no_serve_are_one_choice(capsys):
+    from lipspark.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", LEDGER, "--capture", "deferred", "--serve", "3", "--no-serve"])
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def _lipspark_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "LIPSPARK_SERVE"}
+    return {**env, "PYSPARK_PYTHON": sys.executable}
+
+
+def test_a_deferred_run_that_fails_leaves_no_service_and_says_why(tmp_path):
+    graph = str(tmp_path / "g")
+    p = subprocess.run([sys.executable, "-m", "lipspark", "run", LEDGER, "--capture", "deferred", "--graph", graph,
+                        "--param", "nosuch=1"], capture_output=True, text=True, env=_lipspark_env(), cwd=ROOT, timeout=120)
+    assert p.returncode == 2 and p.stderr.startswith("lipspark: error: ") and p.stderr.count("\n") == 1, p.stderr
+    assert service.find_service(graph) is None and not os.path.exists(os.path.join(graph, "replays"))
+
+
+_NO_JVM_QUERY = """
+import json, sys
+from lipspark.query import Session
+from lipspark.workflow.ondemand import DeferredGraph
+graph = DeferredGraph(sys.argv[1])
+text = Session(graph).run(sys.argv[2])[-1].to_text()
+from pyspark import SparkContext
+print(json.dumps({"text": text, "jvm": SparkContext._gateway is not None, "replayed_here": len(graph.replayed)}))
+"""
+
+
+@pytest.mark.slow  # a deferred run in a process of its own that stays on as the service, and its queries
+def test_a_deferred_run_stays_on_as_its_stores_service_and_its_first_query_starts_no_spark(ledgers, tmp_path):
+    eager, _ = ledgers
+    graph = str(tmp_path / "deferred")
+    env = _lipspark_env()
+    # output to pipes: the run's command ends although its Spark lives on (the JVM writes to a relay, not to them)
+    p = subprocess.run([sys.executable, "-m", "lipspark", "run", LEDGER, "--capture", "deferred", "--graph", graph, "--executions", "3",
+                        "--quiet", "--serve", "5"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    try:
+        assert p.returncode == 0, p.stderr
+        line = p.stdout.strip().splitlines()[-1]
+        assert line.startswith("replay service pid ") and f"warming up on this run's Spark for {graph}'s queries" in line
+        info = service.find_service(graph)
+        assert info is not None and f"pid {info['pid']} " in line
+        # a query process right after: the layouts execution 3 lacks are probed by the service, the
+        # replays run there, and the query process itself starts no JVM
+        q = "polynomial output Changed of ledger execution 3"
+        out = subprocess.run([sys.executable, "-c", _NO_JVM_QUERY, graph, q], capture_output=True, text=True, env=env, cwd=ROOT,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout)
+        assert got["text"].strip() == Session(eager).run(q)[-1].to_text().strip()
+        assert got["jvm"] is False
+        assert (service.ping(graph) or {}).get("replays") == len(_done(graph)) > 0
+    finally:
+        stopped = subprocess.run([sys.executable, "-m", "lipspark", "serve", graph, "--stop"], capture_output=True, text=True, env=env,
+                                 cwd=ROOT)
+    assert stopped.returncode == 0 and "stopped the replay service" in stopped.stdout
+    with open(os.path.join(graph, "replays", "service.log")) as fh:
+        log = fh.read()
+    assert "listening on" in log and "stopped on request" in log
+    assert service.find_service(graph) is None
