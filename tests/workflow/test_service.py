@@ -283,3 +283,28 @@ def test_a_deferred_run_stays_on_as_its_stores_service_and_its_first_query_start
         log = fh.read()
     assert "listening on" in log and "stopped on request" in log
     assert service.find_service(graph) is None
+
+
+@pytest.mark.slow  # a deferred run in a process of its own, interrupted
+def test_ctrl_c_at_a_run_that_would_serve_interrupts_the_run_and_leaves_no_service(tmp_path):
+    import signal
+
+    graph = str(tmp_path / "deferred")
+    proc = subprocess.Popen([sys.executable, "-m", "lipspark", "run", LEDGER, "--capture", "deferred", "--graph", graph,
+                             "--executions", "40", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=_lipspark_env(), cwd=ROOT)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if len(Store.open(graph).executions) >= 1:
+                break
+        except Exception:  # noqa: BLE001 - not made yet
+            pass
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)  # to the command, as a terminal sends it; the command passes it on to the run
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "interrupted: the store at" in err and "run the same command again to continue" in err
+    assert "replay service" not in out
+    assert service.find_service(graph) is None
+    assert 1 <= len(Store.open(graph).executions) < 40
