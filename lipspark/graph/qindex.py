@@ -421,6 +421,26 @@ def _fresh(root: str, dirs: list[str], meta: Mapping[str, Any]) -> int:
     return len(blocks)
 
 
+def holds_blocks(ipath: str, wanted: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:
+    """Whether the index at ``ipath`` holds the blocks ``wanted`` (:func:`update_blocks` would
+    build none)."""
+    return _held(ipath, _read_meta(ipath), [(name, json.loads(json.dumps(check))) for name, check in wanted]) == len(wanted)
+
+
+def _held(ipath: str, meta: Mapping[str, Any] | None, want: Sequence[tuple[str, Any]]) -> int:
+    """How many of the blocks ``want`` the index (``meta``) holds, complete, in order; -1 if one differs."""
+    if meta is None:
+        return -1
+    blocks = meta["blocks"][:len(want)]
+    if [(b["graph"], b["check"]) for b in blocks] != list(want[:len(blocks)]):
+        return -1
+    for name, length in _lengths({**meta, "blocks": blocks}).items():
+        fpath = os.path.join(ipath, name)
+        if (os.path.getsize(fpath) if os.path.exists(fpath) else 0) < length * np.dtype(_ARRAYS[name][0]).itemsize:
+            return -1
+    return len(blocks)
+
+
 def update_blocks(ipath: str, wanted: Sequence[tuple[str, Mapping[str, Any]]],
                   build: "Callable[[str], tuple[pd.DataFrame, pd.DataFrame]]") -> dict[str, Any]:
     """Bring the index at ``ipath`` to the blocks ``wanted`` — (name, check) pairs, in order, for
@@ -429,24 +449,11 @@ def update_blocks(ipath: str, wanted: Sequence[tuple[str, Mapping[str, Any]]],
     kept, the rest appended (``build(name)`` gives a block's nodes and edges), all of them if an
     earlier one differs. Returns the ``index.json`` of exactly those blocks."""
     want = [(name, json.loads(json.dumps(check))) for name, check in wanted]
-
-    def held(meta: Mapping[str, Any] | None) -> int:
-        if meta is None:
-            return -1
-        blocks = meta["blocks"][:len(want)]
-        if [(b["graph"], b["check"]) for b in blocks] != want[:len(blocks)]:
-            return -1
-        for name, length in _lengths({**meta, "blocks": blocks}).items():
-            fpath = os.path.join(ipath, name)
-            if (os.path.getsize(fpath) if os.path.exists(fpath) else 0) < length * np.dtype(_ARRAYS[name][0]).itemsize:
-                return -1
-        return len(blocks)
-
     meta = _read_meta(ipath)
-    if held(meta) != len(want):
+    if _held(ipath, meta, want) != len(want):
         with locked(ipath):
             meta = _read_meta(ipath)
-            done = held(meta)
+            done = _held(ipath, meta, want)
             if done < 0:
                 _clear(ipath)
                 meta, done = None, 0

@@ -128,6 +128,7 @@ class DeferredGraph:
         self._spark = spark
         self.progress = progress
         self._layouts: list[Any] | None = None
+        self._building = False  # this process is making the coarse index's blocks (holds its lock)
         self._parts: dict[tuple[int, str], tuple[pd.DataFrame, pd.DataFrame]] = {}  # replayed invocations' fine parts
         self._coarse: GraphIndex | None = None
         self._fine_keys: set[tuple[int, str]] = set()  # the invocations whose part is their replay
@@ -160,13 +161,15 @@ class DeferredGraph:
     def layouts(self) -> list[Any]:
         """The probed layouts of every execution (``replays/layouts.json``; probed once)."""
         upto = len(self.store.executions)
-        if self._layouts is None and self._spark is None:  # probes this process would start Spark for: the service's, if one runs
+        if self._layouts is None and self._spark is None and not self._building:
+            # probes this process would start Spark for: the service's, if one runs (not while
+            # this process holds the coarse index's lock, which the service takes to prepare)
             try:
                 self._layouts = store_layouts(self.store, self.workflow, _no_spark, upto)
             except _SparkNeeded:
-                from lipspark.workflow.service_protocol import probe_by_service
+                from lipspark.workflow.service_protocol import prepare_by_service
 
-                probe_by_service(self.store)
+                prepare_by_service(self.store)
         if self._layouts is None:
             self._layouts = store_layouts(self.store, self.workflow, lambda: self.spark, upto)
         return self._layouts
@@ -208,6 +211,11 @@ class DeferredGraph:
             wanted = [("initial", {"coarse": _COARSE_VERSION, "initial": _digest(self.store.meta.get("initial"))})]
             wanted += [(f"e{n:06d}", {"coarse": _COARSE_VERSION, "execution": _digest(rec)}) for n, rec in enumerate(self.store.executions, 1)]
             ipath = self.store.resolve(f"{REPLAYS_DIR}/{COARSE_DIR}")
+            if self._spark is None and not qindex.holds_blocks(ipath, wanted):  # a run appended executions
+                from lipspark.workflow.service_protocol import prepare_by_service
+
+                prepare_by_service(self.store)  # a service running for the store makes them: nothing when none runs
+            self._building = True
             try:
                 meta = qindex.update_blocks(ipath, wanted, self._coarse_block)
             except OSError as err:
@@ -219,6 +227,8 @@ class DeferredGraph:
                 m = qindex.open_index(ipath, meta)
                 self._coarse = GraphIndex(m.ids, m.is_v, m.op, m.type_code, m.in_ptr, m.in_src, m.attrs, out=m.out, cross=m.cross,
                                           blocks=m.blocks)
+            finally:
+                self._building = False
             g = self._coarse
             pos = g.by_id(g.nodes_with(op=Op.ZOOM))  # the pending nodes: the coarse graph's only zoom nodes
             ids = np.asarray(g.ids[pos], dtype=np.int64)

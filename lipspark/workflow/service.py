@@ -125,8 +125,8 @@ class _Service:
         graph = self.graph()
         if not graph.store.executions:
             return None
-        scratch = tempfile.mkdtemp(prefix="lipspark-warm-")
         t0 = time.perf_counter()
+        scratch = tempfile.mkdtemp(prefix="lipspark-warm-")
         try:
             layouts = graph.layouts()
             for node in graph.workflow.topological_order():
@@ -134,7 +134,7 @@ class _Service:
                     conn, doc = _receive(listening)
                     if conn is None:
                         continue
-                    if isinstance(doc, dict) and doc.get("op") in ("ping", "layouts"):  # quick: answered in the warm-up
+                    if isinstance(doc, dict) and doc.get("op") in ("ping", "prepare"):  # done by now: answered in the warm-up
                         _send(conn, self.answer(doc)[0])
                         conn.close()
                         continue
@@ -155,6 +155,14 @@ class _Service:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
+    def prepare(self) -> None:
+        """Probe the layouts the store lacks and bring its coarse graph's index up to date (a run
+        appended executions): a query process would otherwise start Spark to probe, and build
+        the index itself."""
+        graph = self.graph()
+        graph.layouts()
+        graph.coarse()
+
     def answer(self, doc: Any) -> tuple[dict[str, Any], bool]:
         """The answer to one request, and whether the service stops after it."""
         op = doc.get("op") if isinstance(doc, dict) else None
@@ -162,14 +170,14 @@ class _Service:
             return {"ok": True, **(read_info(self.root) or {}), "replays": self.replays}, False
         if op == "stop":
             return {"ok": True}, True
-        if op == "layouts":  # probe what the store's layouts lack (a run appended executions), so the client needs no Spark
+        if op == "prepare":  # what a query process would otherwise start Spark for, or build itself
             try:
-                self.graph().layouts()
+                self.prepare()
             except LipsparkError as err:
                 return {"ok": False, "error": str(err)}, False
             return {"ok": True}, False
         if op != "replay":
-            return {"ok": False, "error": f"expected a request op of ping, layouts, replay or stop, got {json.dumps(op)}"}, False
+            return {"ok": False, "error": f"expected a request op of ping, prepare, replay or stop, got {json.dumps(op)}"}, False
         done: list[list[Any]] = []
         try:
             graph = self.graph()
@@ -249,6 +257,12 @@ def _serve_locked(root: str, store: Store, *, idle: float, warm: float, master: 
         if on_listening is not None:
             on_listening(info)
         say(f"listening on {path} for {root}")
+        t0 = time.perf_counter()
+        try:
+            service.prepare()  # before any request is taken: a query process waits for it rather than doing it itself
+            say(f"prepared the layouts and the coarse graph in {time.perf_counter() - t0:.1f}s")
+        except LipsparkError as err:  # a query asking for them is told the same
+            say(f"could not prepare the layouts and the coarse graph: {err}")
         first = service.warm(listening, warm, say) if warm > 0 else None
         write_info(root, {**info, "warm": True})
         say(f"warm; stops after {idle:g}s without a request")

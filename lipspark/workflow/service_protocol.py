@@ -9,9 +9,10 @@ path is too long for a socket), created readable and writable by its owner only;
 a line each way: ``{"op": "replay", "invocations": [[n, "node"], …]}`` → ``{"ok": true,
 "replayed": [[n, "node", seconds], …]}`` (or ``{"ok": false, "error": "…"}``, the one-line error
 a replay in the query process would have raised); ``{"op": "ping"}`` → the service's
-``service.json`` with its count of replays; ``{"op": "layouts"}`` → ``{"ok": true}`` once the
-service has probed the layouts the store lacks (``replays/layouts.json``: a run appended
-executions), so that the client needs no Spark of its own; ``{"op": "stop"}``.
+``service.json`` with its count of replays; ``{"op": "prepare"}`` → ``{"ok": true}`` once the
+service has probed the layouts the store lacks (``replays/layouts.json``) and brought the coarse
+graph's index up to date (``replays/coarse/``) — a run appended executions — so that the client
+neither starts Spark nor builds the index; ``{"op": "stop"}``.
 
 >>> import tempfile
 >>> find_service(tempfile.mkdtemp()) is None  # no service runs for this directory
@@ -31,7 +32,7 @@ from lipspark.errors import StoreError
 from lipspark.store import Store
 from lipspark.workflow.layouts import REPLAYS_DIR
 
-__all__ = ["SERVICE_FILE", "LOCK_FILE", "find_service", "probe_by_service", "replay_by_service", "request", "socket_path", "read_info", "write_info", "info_path", "alive", "lock_held"]
+__all__ = ["SERVICE_FILE", "LOCK_FILE", "find_service", "prepare_by_service", "replay_by_service", "request", "socket_path", "read_info", "write_info", "info_path", "alive", "lock_held"]
 
 #: The service's record, under the store's ``replays`` directory: pid, socket, start time, warm or not.
 SERVICE_FILE = "service.json"
@@ -147,13 +148,14 @@ def find_service(root: str) -> dict[str, Any] | None:
     return info
 
 
-def probe_by_service(store: Store) -> bool:
-    """Have the replay service of ``store`` probe the layouts the store lacks and keep them in
-    ``replays/layouts.json``; whether one did (``False``: none runs, the caller probes itself)."""
+def prepare_by_service(store: Store) -> bool:
+    """Have the replay service of ``store`` probe the layouts the store lacks and make its coarse
+    graph's index; whether one did (``False``: none runs, the caller does it itself). The caller
+    must not hold the coarse index's lock meanwhile: the service takes it."""
     info = find_service(store.root)
     if info is None:
         return False
-    answer = request(str(info.get("socket")), {"op": "layouts"}, timeout=None)
+    answer = request(str(info.get("socket")), {"op": "prepare"}, timeout=None)
     return bool(answer and answer.get("ok"))
 
 
