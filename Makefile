@@ -47,6 +47,7 @@ bench: check-java $(STAMP)   # the benchmarks (long), into benchmarks/results/
 	$(BIN)/python benchmarks/key_check.py      # annotate(key=...) and workflow inputs, with and without the key check
 	$(BIN)/python benchmarks/queries.py   # needs graphs/car_dealership-demo (make demo)
 	$(BIN)/python benchmarks/cold_queries.py   # the same, as whole processes on mapped stores
+	$(BIN)/python benchmarks/after_run.py --modes serve   # a deferred run, then its first query at once (15 min)
 	$(BIN)/lipspark bench                 # WorkflowGen: car dealership + Arctic stations (long)
 
 clean:   # the virtual environment and caches

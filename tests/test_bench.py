@@ -43,3 +43,13 @@ def test_unknown_configuration_is_refused(tmp_path):
 
     with pytest.raises(LipsparkError, match="unknown benchmark configuration"):
         main(quick=True, out=str(tmp_path), only=["nope"])
+
+
+def test_the_after_run_benchmark_reads_the_runs_own_invocation_times():
+    from benchmarks.after_run import _invocation_seconds
+    from lipspark.workflow.report import InvocationReport, module_table
+
+    rows = [InvocationReport("dealer1_bid", "dealer1", 1, 1, 5018, None, 2.43), InvocationReport("car", "car", 1, 0, 0, None, 0.29)]
+    assert _invocation_seconds("run summary\n" + module_table(rows) + "\nreplay service pid 1 …") == {"dealer1_bid": 2.43, "car": 0.29}
+    with_graph = [InvocationReport("agg", "agg", 4, 1, 0, 120, 1.57)]
+    assert _invocation_seconds(module_table(with_graph)) == {"agg": 1.57}
