@@ -18,12 +18,16 @@ $(STAMP): pyproject.toml
 check-java:
 	@$(PY) scripts/check_java.py
 
+# two workers, a test file each at a time (its module fixtures made once): on 2 cores the suites
+# take about two thirds of their serial time, as much of a test is waiting on a JVM or a process
+XDIST := -n 2 --dist loadfile
+
 test: check-java $(STAMP)   # mypy and the suite but its slow cases
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" $(XDIST)
 
 test-slow: check-java $(STAMP)   # the minutes-long end-to-end cases; CI runs them after make test
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -m slow $(XDIST)
 
 demo: check-java $(STAMP)   # the car dealership with provenance into graphs/car_dealership-demo, its queries, drawings
 	$(BIN)/python -m lipspark.demo

@@ -1,4 +1,4 @@
-"""One SparkSession for the whole suite: local[2], UI off, few shuffle partitions."""
+"""One SparkSession for the whole suite (for each of its workers: `make test` runs two, pytest-xdist): local[2], UI off, few shuffle partitions."""
 from __future__ import annotations
 
 import os
