@@ -424,7 +424,12 @@ def _fresh(root: str, dirs: list[str], meta: Mapping[str, Any]) -> int:
 def holds_blocks(ipath: str, wanted: Sequence[tuple[str, Mapping[str, Any]]]) -> bool:
     """Whether the index at ``ipath`` holds the blocks ``wanted`` (:func:`update_blocks` would
     build none)."""
-    return _held(ipath, _read_meta(ipath), [(name, json.loads(json.dumps(check))) for name, check in wanted]) == len(wanted)
+    return _held(ipath, _read_meta(ipath), _as_stored(wanted)) == len(wanted)
+
+
+def _as_stored(wanted: Sequence[tuple[str, Mapping[str, Any]]]) -> list[tuple[str, Any]]:
+    """The blocks ``wanted`` with their checks as ``index.json`` holds them (through JSON)."""
+    return [(name, json.loads(json.dumps(check))) for name, check in wanted]
 
 
 def _held(ipath: str, meta: Mapping[str, Any] | None, want: Sequence[tuple[str, Any]]) -> int:
@@ -448,7 +453,7 @@ def update_blocks(ipath: str, wanted: Sequence[tuple[str, Mapping[str, Any]]],
     :mod:`lipspark.workflow.ondemand`): the blocks it holds with the same names and checks are
     kept, the rest appended (``build(name)`` gives a block's nodes and edges), all of them if an
     earlier one differs. Returns the ``index.json`` of exactly those blocks."""
-    want = [(name, json.loads(json.dumps(check))) for name, check in wanted]
+    want = _as_stored(wanted)
     meta = _read_meta(ipath)
     if _held(ipath, meta, want) != len(want):
         with locked(ipath):

@@ -125,8 +125,8 @@ class _Service:
         graph = self.graph()
         if not graph.store.executions:
             return None
-        t0 = time.perf_counter()
         scratch = tempfile.mkdtemp(prefix="lipspark-warm-")
+        t0 = time.perf_counter()
         try:
             layouts = graph.layouts()
             for node in graph.workflow.topological_order():
