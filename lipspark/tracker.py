@@ -182,8 +182,10 @@ class Tracker:
     """
 
     def __init__(self, spark: SparkSession, builder: GraphBuilder | InvocationBuilder | None = None, *, context: Context = Context(),
-                 share_breaker_inputs: bool = False) -> None:
+                 share_breaker_inputs: bool = False, planning_only: bool = False) -> None:
         self.spark = spark
+        #: plans are made and never run (a deferred store's layout probe): nothing is cached or computed
+        self.planning_only = planning_only
         self.builder: GraphBuilder | InvocationBuilder = builder if builder is not None else GraphBuilder()
         self.context = context
         self.share_breaker_inputs = share_breaker_inputs
@@ -202,7 +204,7 @@ class Tracker:
         small) the frame is cached, so writing the graph does not recompute the module's
         pipeline; :meth:`release` frees the caches. Otherwise a no-op.
         """
-        if self.share_breaker_inputs:
+        if self.share_breaker_inputs and not self.planning_only:
             df.persist()
             self._persisted.append(df)
         return df
@@ -213,7 +215,9 @@ class Tracker:
         computes it, the other reads the cache. Unlike :meth:`compute_once` the frame keeps its
         plan (column lineage reads it); its rows must not depend on the job (a recomputation,
         should the cache lose a block, gives the same rows). :meth:`write` and :meth:`release`
-        free it."""
+        free it. Planning only: ``df`` as it is."""
+        if self.planning_only:
+            return df
         df.persist()
         self._for_graph.append(df)
         return df
@@ -222,8 +226,9 @@ class Tracker:
         """``df`` computed now, once, for the output and the graph alike: for frames whose rows
         may differ from one Spark job to the next (``rand()``, ``current_timestamp()``, ``limit``
         over unordered rows), which would otherwise give the output one set of rows and the graph
-        another. A local checkpoint: its blocks live as long as the Spark application."""
-        return df.localCheckpoint(eager=True)
+        another. A local checkpoint: its blocks live as long as the Spark application. Planning
+        only: ``df`` as it is (no job runs)."""
+        return df if self.planning_only else df.localCheckpoint(eager=True)
 
     def warn_once(self, key: str, message: str, *, stacklevel: int = 3) -> None:
         """Emit ``message`` as a :class:`~lipspark.errors.ProvenanceWarning`, the first time

@@ -272,3 +272,18 @@ def test_write_graph_and_stats(spark, tmp_path):
     reread = GraphIndex.load(str(tmp_path / "g"))
     assert sorted(reread.nodes["id"]) == sorted(g.nodes["id"]) and reread.num_edges == g.num_edges
     assert stats.bytes > 0
+
+
+def test_a_planning_only_tracker_caches_and_computes_nothing(spark):
+    df = spark.range(3).withColumn("r", F.rand(1))
+    planning = Tracker(spark, planning_only=True, share_breaker_inputs=True)
+    assert planning.keep_for_graph(df) is df and not df.is_cached
+    assert planning.share(df) is df and not df.is_cached
+    jobs = spark.sparkContext.statusTracker()
+    before = set(jobs.getJobIdsForGroup())
+    assert planning.compute_once(df) is df  # a local checkpoint would run a job
+    assert set(jobs.getJobIdsForGroup()) == before
+    running = Tracker(spark)
+    kept = running.keep_for_graph(df)
+    assert kept.is_cached
+    running.release()

@@ -56,7 +56,7 @@ from lipspark.store.manifest import checked_path, local_path
 from lipspark.vocabulary.tokens import token_labels
 from lipspark.vocabulary.ids import MINUEND, SUBTRAHEND, aggregate_ids, file_position, member_ids, member_value_ids, monus_part_ids, positional, tensor_ids
 
-__all__ = ["concat_frames", "expand_segments", "json_value", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
+__all__ = ["concat_frames", "expand_segments", "RelationReads", "tuple_json", "json_value", "local_path", "NODE_COLUMNS", "TOKEN_ID", "Tables", "Nodes"]
 
 
 def concat_frames(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -110,9 +110,9 @@ def _nodes(ids: Any, kind: str, op: Op, label: Any, seg: int, value: Any = None)
                          "value": value, "relation": None, "tuple": None, "type": None})
 
 
-def _read_table(files: Sequence[FileRef], columns: list[str], what: str, root: str | None) -> pa.Table | None:
+def _read_table(files: Sequence[FileRef], columns: list[str] | None, what: str, root: str | None) -> pa.Table | None:
     """Rows of ``files`` (checked unchanged) with ``__pos``, the row's ordinal (file, row);
-    ``None`` for no files."""
+    ``None`` for no files. ``columns``: ``None`` for all."""
     parts = []
     for i, f in enumerate(files):
         path = checked_path(f, what, root)
@@ -126,10 +126,10 @@ def _read_table(files: Sequence[FileRef], columns: list[str], what: str, root: s
     return pa.concat_tables(parts, promote_options="default") if parts else None
 
 
-def _read_files(files: Sequence[FileRef], columns: list[str], what: str, root: str | None) -> pd.DataFrame:
+def _read_files(files: Sequence[FileRef], columns: list[str] | None, what: str, root: str | None) -> pd.DataFrame:
     """Rows of ``files`` (checked unchanged) with ``__pos``, the row's ordinal (file, row)."""
     t = _read_table(files, columns, what, root)
-    return concat_frames([t.to_pandas(types_mapper=_NULLABLE.get)]) if t is not None else pd.DataFrame(columns=[*columns, "__pos"])
+    return concat_frames([t.to_pandas(types_mapper=_NULLABLE.get)]) if t is not None else pd.DataFrame(columns=[*(columns or []), "__pos"])
 
 
 # ---------------------------------------------------------------------------------- base and invocation
@@ -494,33 +494,95 @@ def _stored_p(desc: RelationDescriptor, df: pd.DataFrame) -> np.ndarray:
     return member_ids(_factors(df, desc.p.k), own)
 
 
-def _boundary_rows(s: BoundarySegment, root: str | None, fine: bool = True) -> tuple[pd.DataFrame, list[str]]:
+class RelationReads:
+    """The stored relations one expansion reads, each read (and checked) once: a relation's
+    output boundary, its value columns' v-nodes and each consumer's input boundary all read the
+    same files (a deferred store's coarse graph: about three segments a relation, in the
+    invocations that write and read it: one ``RelationReads`` may serve several expansions).
+    ``root`` resolves relative file paths."""
+
+    def __init__(self, root: str | None) -> None:
+        self.root = root
+        self._frames: dict[tuple[Any, ...], tuple[pd.DataFrame, list[str]]] = {}
+        self._tuples: dict[tuple[Any, ...], np.ndarray] = {}
+
+    def rows(self, desc: RelationDescriptor, cols: list[str], what: str) -> tuple[pd.DataFrame, list[str], tuple[Any, ...]]:
+        """The rows of ``desc``'s files: ``cols``, the data columns and ``__pos``; the data
+        columns; and the key the files are cached under."""
+        key = tuple(desc.files or ())
+        if not key:
+            return pd.DataFrame(columns=[*cols, "__pos"]), [], key
+        if key not in self._frames:
+            data_cols: list[str] = []
+            if desc.files:
+                schema = pq.read_schema(local_path(desc.files[0].path, self.root))
+                data_cols = [c for c in schema.names if not c.startswith(PREFIX)]
+            self._frames[key] = (_read_files(desc.files, None, what, self.root), data_cols)
+        full, data_cols = self._frames[key]
+        missing = [c for c in cols if c not in full.columns]
+        if missing:
+            raise StoreError(f"{what}: its files have no column {missing[0]!r}; they are damaged or were replaced: "
+                             "`lipspark check` lists every damaged file")
+        return full[[*dict.fromkeys([*cols, *data_cols]), "__pos"]], data_cols, key
+
+    def tuples(self, key: tuple[Any, ...], df: pd.DataFrame, data_cols: list[str]) -> np.ndarray:
+        """Each row's tuple, as JSON (``df``: the rows of the files cached under ``key``)."""
+        if key not in self._tuples:
+            self._tuples[key] = tuple_json(df, data_cols)
+        return self._tuples[key]
+
+
+def tuple_json(df: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Each row of ``df`` as the JSON object of its ``columns`` (null for a missing value), as
+    ``json.dumps(row, default=str)`` writes it, built a column at a time: a string or integer
+    value repeated down a column is encoded once.
+
+    >>> list(tuple_json(pd.DataFrame({"k": ["a", "a", None], "n": [1.5, -0.0, float("nan")]}), ["k", "n"]))
+    ['{"k": "a", "n": 1.5}', '{"k": "a", "n": -0.0}', '{"k": null, "n": null}']
+    """
+    n = len(df)
+    out = np.full(n, "{", dtype=object)
+    for j, c in enumerate(columns):
+        col = df[c]
+        enc = np.empty(n, dtype=object)
+        memo: dict[Any, str] = {}
+        for i, v in enumerate(col.astype(object).where(col.notna(), None).tolist()):
+            t = type(v)
+            if t is str or t is int:  # not float (-0.0 == 0.0), not bool (True == 1)
+                e = memo.get(v)
+                if e is None:
+                    e = memo[v] = json.dumps(v)
+                enc[i] = e
+            else:
+                enc[i] = json.dumps(v, default=str)
+        out = out + f"{', ' if j else ''}{json.dumps(c)}: " + enc
+    return out + "}" if n else np.array([], dtype=object)
+
+
+def _boundary_rows(s: BoundarySegment, reads: RelationReads, fine: bool = True) -> tuple[pd.DataFrame, np.ndarray | None]:
     """The stored relation's rows (the columns this role needs; without ``fine``, none of the
-    hidden columns that point at the producer's fine nodes) and its data columns."""
+    hidden columns that point at the producer's fine nodes) and, where its nodes show the
+    tuple, each row's tuple as JSON."""
     desc = s.source
     k = _scheme_k(desc) if fine else 0
     cols = [factor(i) for i in range(k)] if desc.p is not None and (desc.p.kind == "collapse" or s.role in ("o", "collapse")) else []
     if s.column is not None:
         cols += [value_col(s.column), s.column] if fine else [s.column]
-    data_cols: list[str] = []
-    if desc.files and (s.role in ("i", "s", "o") or s.column is not None):  # a value is shown with its tuple
-        schema = pq.read_schema(local_path(desc.files[0].path, root))
-        data_cols = [c for c in schema.names if not c.startswith(PREFIX)]
-    df = _read_files(desc.files, [*cols, *[c for c in data_cols if c not in cols]], f"relation {s.relation!r}", root)
-    return df, data_cols
+    df, data_cols, key = reads.rows(desc, cols, f"relation {s.relation!r}")
+    shown = bool(data_cols) and (s.role in ("i", "s", "o") or s.column is not None)  # a value is shown with its tuple
+    return df, reads.tuples(key, df, data_cols) if shown else None
 
 
-def _tag(nodes: pd.DataFrame, s: BoundarySegment, df: pd.DataFrame, data_cols: list[str], ntype: str | None) -> pd.DataFrame:
+def _tag(nodes: pd.DataFrame, s: BoundarySegment, tuples: np.ndarray | None, ntype: str | None) -> pd.DataFrame:
     """Tag boundary nodes with their relation, type and (for tuples) the tuple's values."""
     nodes["relation"] = s.relation or None
     nodes["type"] = ntype
-    if data_cols:
-        rows = df[data_cols].astype(object).where(df[data_cols].notna(), None).to_dict("records")
-        nodes["tuple"] = [json.dumps(r, default=str) for r in rows]
+    if tuples is not None:
+        nodes["tuple"] = tuples
     return nodes
 
 
-def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str], fine: bool = True) -> Nodes:
+def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, tuples: np.ndarray | None, fine: bool = True) -> Nodes:
     """A value crossing the boundary: a v-node over the value's own node and the invocation,
     tagged with the tuple it is a value of."""
     assert s.column is not None
@@ -537,7 +599,7 @@ def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data
     ids, child, has = ids[keep], child[keep], has[keep]
     values = [_py(x) for x in df[s.column][keep].tolist()] if s.column in df.columns else None
     ntype = {"vo": "o", "vs": None}.get(s.role, s.role)
-    nodes = _tag(_nodes(ids, "v", s.op, "·", s.seg, values), s, df[keep], data_cols, ntype)
+    nodes = _tag(_nodes(ids, "v", s.op, "·", s.seg, values), s, tuples[keep] if tuples is not None else None, ntype)
     nodes["column"] = s.column
     if s.role == "vs":  # a new state row's value: its reader adds the invocation that reads it
         return nodes, _edges(child[has], ids[has])
@@ -545,14 +607,14 @@ def _boundary_values(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data
     return nodes, concat_frames([_edges(child[has], ids[has]), _edges(inv, ids)])
 
 
-def _boundary_inputs(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str]) -> Nodes:
+def _boundary_inputs(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, tuples: np.ndarray | None) -> Nodes:
     """Input or state nodes: · of the stored tuple's p-node and the invocation."""
-    nodes = _tag(_nodes(ids, "p", s.op, "·", s.seg), s, df, data_cols, s.role)
+    nodes = _tag(_nodes(ids, "p", s.op, "·", s.seg), s, tuples, s.role)
     inv = np.full(len(ids), s.invocation, dtype=np.int64)
     return nodes, concat_frames([_edges(_stored_p(s.source, df), ids), _edges(inv, ids)])
 
 
-def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, data_cols: list[str], fine: bool = True) -> Nodes:
+def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, tuples: np.ndarray | None, fine: bool = True) -> Nodes:
     """Output nodes (· of the tuple's factors and the invocation), or the · nodes over a new
     state tuple's factors (``collapse``: on every row under the ``state`` scheme, where it has
     several factors under ``collapse``)."""
@@ -569,7 +631,7 @@ def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, da
         nodes = _nodes(ids, "p", s.op, "·", s.seg)
         inv_edges = _edges([], [])
     else:
-        nodes = _tag(_nodes(ids, "p", s.op, "·", s.seg), s, df, data_cols, "o")
+        nodes = _tag(_nodes(ids, "p", s.op, "·", s.seg), s, tuples, "o")
         inv_edges = _edges(np.full(len(ids), s.invocation, dtype=np.int64), ids)
     src = np.concatenate(fs) if fs else np.array([], dtype="int64")
     dst = np.concatenate([ids] * len(fs)) if fs else np.array([], dtype="int64")
@@ -577,28 +639,29 @@ def _boundary_products(s: BoundarySegment, df: pd.DataFrame, ids: np.ndarray, da
     return nodes, concat_frames([_edges(src[keep], dst[keep]), inv_edges])
 
 
-def _boundary(s: BoundarySegment, root: str | None, fine: bool = True) -> Nodes:
+def _boundary(s: BoundarySegment, reads: RelationReads, fine: bool = True) -> Nodes:
     """Module input (i), state (s), output (o) and collapse (·) nodes of a stored relation, or
     the v-nodes of one of its value columns (``fine``: with their edges from the producer's
     fine nodes; without, as in the coarse graph of a deferred store, whose files have no
     hidden columns)."""
-    df, data_cols = _boundary_rows(s, root, fine)
+    df, tuples = _boundary_rows(s, reads, fine)
     ids = positional(s.seg, df["__pos"].to_numpy(dtype="int64"))
     if s.column is not None:
-        return _boundary_values(s, df, ids, data_cols, fine)
+        return _boundary_values(s, df, ids, tuples, fine)
     if s.role in ("i", "s"):
-        return _boundary_inputs(s, df, ids, data_cols)
-    return _boundary_products(s, df, ids, data_cols, fine)
+        return _boundary_inputs(s, df, ids, tuples)
+    return _boundary_products(s, df, ids, tuples, fine)
 
 
 # ---------------------------------------------------------------------------------- all segments
 
 
-def _expand_one(s: Segment, tables: Tables, root: str | None, fine: bool = True) -> Nodes:
+def _expand_one(s: Segment, tables: Tables, reads: RelationReads, fine: bool = True) -> Nodes:
+    root = reads.root
     if isinstance(s, BaseSegment):
         return _base(s, tables, root)
     if isinstance(s, BoundarySegment):
-        return _boundary(s, root, fine)
+        return _boundary(s, reads, fine)
     if isinstance(s, InvocationSegment):
         return _invocation(s)
     if isinstance(s, GroupSegment):
@@ -611,7 +674,7 @@ def _expand_one(s: Segment, tables: Tables, root: str | None, fine: bool = True)
 
 
 def expand_segments(segments: Sequence[tuple[Segment, Tables]], root: str | None = None, *,
-                    fine: bool | Callable[[Segment], bool] = True) -> Nodes:
+                    fine: bool | Callable[[Segment], bool] = True, reads: RelationReads | None = None) -> Nodes:
     """Nodes and edges of a graph from ``[(segment, tables)]`` (as :func:`lipspark.store.read_segments`
     reads them, or as capture collects them).
 
@@ -620,11 +683,13 @@ def expand_segments(segments: Sequence[tuple[Segment, Tables]], root: str | None
     segments over files without hidden columns (a deferred store's coarse graph,
     :mod:`lipspark.workflow.coarse`), their nodes without the edges from the fine computation;
     a function of the segment says it per segment (a replayed invocation reads its producers'
-    files, which have no hidden columns, but writes its own with them).
+    files, which have no hidden columns, but writes its own with them). ``reads``: the stored
+    relations already read (for ``root``), shared with other expansions.
     """
     node_parts, edge_parts = [], []
+    reads = reads if reads is not None else RelationReads(root)
     for s, tables in segments:
-        n, e = _expand_one(s, tables, root, fine(s) if callable(fine) else fine)
+        n, e = _expand_one(s, tables, reads, fine(s) if callable(fine) else fine)
         for attr in ("module", "node", "execution", "invocation"):
             n[attr] = getattr(s.context, attr)
         node_parts.append(n)

@@ -88,6 +88,7 @@ class Probe:
         self._memo: dict[tuple[str, str], dict[str, Probed]] = {}
         #: how many invocations were probed (a benchmark reports it)
         self.probes = 0
+        self._empty: dict[tuple[str, str], Any] = {}  # an empty frame per relation and schema, made once (a probe reads one)
         for node, sig, writes in memo:
             self._memo[(str(node), str(sig))] = {r: Probed.from_json(d) for r, d in writes.items()}
 
@@ -114,11 +115,14 @@ class Probe:
 
         if callable(self.spark):
             self.spark = self.spark()
-        tracker = Tracker(self.spark, InvocationBuilder(GraphBuilder(), ordinal), context=context)
+        tracker = Tracker(self.spark, InvocationBuilder(GraphBuilder(), ordinal), context=context, planning_only=True)
         try:
             frames = {}
             for rname, p in reads.items():
-                empty = self.spark.createDataFrame([], module.relation(rname).ddl)
+                ddl = module.relation(rname).ddl
+                empty = self._empty.get((rname, ddl))
+                if empty is None:
+                    empty = self._empty[(rname, ddl)] = self.spark.createDataFrame([], ddl)
                 cols = [F.col(f"`{c}`") for c in empty.columns] + [F.lit(0).cast("long").alias(factor(0))]
                 cols += [F.lit(0).cast("long").alias(value_col(c)) for c in p.values]
                 cols += [F.array().cast("array<bigint>").alias(bag_col(b)) for b in p.bags]

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from lipspark.errors import StoreError
-from lipspark.graph.expand import concat_frames, expand_segments
+from lipspark.graph.expand import RelationReads, concat_frames, expand_segments
 from lipspark.graph.index import GraphIndex
 from lipspark.graph.view import change
 from lipspark.store import Store
@@ -208,8 +208,7 @@ class DeferredGraph:
         if self._coarse is None:
             from lipspark.graph import qindex
 
-            wanted = [("initial", {"coarse": _COARSE_VERSION, "initial": _digest(self.store.meta.get("initial"))})]
-            wanted += [(f"e{n:06d}", {"coarse": _COARSE_VERSION, "execution": _digest(rec)}) for n, rec in enumerate(self.store.executions, 1)]
+            wanted = self._wanted_blocks()
             ipath = self.store.resolve(f"{REPLAYS_DIR}/{COARSE_DIR}")
             if self._spark is None and not qindex.holds_blocks(ipath, wanted):  # a run appended executions
                 from lipspark.workflow.service_protocol import prepare_by_service
@@ -238,6 +237,11 @@ class DeferredGraph:
                 self._module_of[(int(n), str(node))] = str(module)
         return self._coarse
 
+    def _wanted_blocks(self) -> list[tuple[str, dict[str, Any]]]:
+        """The coarse index's blocks for the store as it is, each with what it is made from."""
+        wanted = [("initial", {"coarse": _COARSE_VERSION, "initial": _digest(self.store.meta.get("initial"))})]
+        return wanted + [(f"e{n:06d}", {"coarse": _COARSE_VERSION, "execution": _digest(rec)}) for n, rec in enumerate(self.store.executions, 1)]
+
     def _coarse_block(self, name: str) -> tuple[pd.DataFrame, pd.DataFrame]:
         """The nodes and edges of one block of the coarse graph: ``initial`` or ``e<n>``."""
         from lipspark.workflow.coarse import initial_state_segments
@@ -245,7 +249,8 @@ class DeferredGraph:
         if name == "initial":
             return expand_segments(initial_state_segments(self.store, self.workflow), self.store.root, fine=False)
         n = int(name[1:])
-        parts = [self._coarse_part(n, node) for node in self.workflow.topological_order()]
+        reads = RelationReads(self.store.root)  # a relation's writer and readers are in one execution (its state: the next)
+        parts = [self._coarse_part(n, node, reads) for node in self.workflow.topological_order()]
         return concat_frames([p[0] for p in parts]), concat_frames([p[1] for p in parts])
 
     def _replayed_keys(self) -> list[tuple[int, str]]:
@@ -342,11 +347,11 @@ class DeferredGraph:
                 os.remove(tmp)
         return doc
 
-    def _coarse_part(self, n: int, node: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    def _coarse_part(self, n: int, node: str, reads: RelationReads | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
         from lipspark.workflow.coarse import invocation_segments
 
         segs = invocation_segments(self.store, self.workflow, self.layouts(), n, node)
-        nodes, edges = expand_segments(segs, self.store.root, fine=False)
+        nodes, edges = expand_segments(segs, self.store.root, fine=False, reads=reads)
         inv = next(s for s, _ in segs if isinstance(s, InvocationSegment))
         pid = pending_id(int(positional(inv.seg, 0)))
         roles = {s.seg: s.role for s, _ in segs if isinstance(s, BoundarySegment)}

@@ -450,6 +450,70 @@ def _relay(fd: int) -> None:
             pass
 
 
+class _Preparer(threading.Thread):
+    """What the service prepares (:meth:`_Service.prepare`), done while the run goes on: after each
+    execution the run commits, the layouts of its invocations (probed on the run's Spark, once
+    per node and input layouts: most in the first execution) and its block of the coarse graph's
+    index. A probe plans module code over no rows, caching nothing, in a Spark session of its own
+    (temporary views and SQL settings are a session's: the run's module code never sees the
+    probe's), and a block is read from files the run has committed, so the run's jobs and data
+    are untouched; the work overlaps the run's (its jobs
+    leave the driver waiting), and the service, once the run ends, finds at most the last
+    execution's block still to make instead of the whole store's (docs/benchmarks.md, "The
+    first query right after a deferred run").
+
+    Its failures are kept, not said: the service's own prepare does the same work again and says
+    why it cannot. :meth:`finish` ends it when the run has ended."""
+
+    def __init__(self, graph: Callable[[], str], poll: float = 1.0) -> None:
+        super().__init__(name="lipspark-prepare", daemon=True)
+        self._graph, self._poll = graph, poll
+        self._halt = threading.Event()
+        self._complete = False  # finish: one more step after the run
+        self.prepared = 0  # executions whose layouts and block are made
+        self._spark: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            root = self._graph()
+            while not self._halt.wait(self._poll):
+                self._step(root)
+            if self._complete:
+                self._step(root)  # what the run's last executions added
+        except BaseException as err:  # noqa: BLE001 - the service's prepare tells it, if it still fails
+            self.error = err
+
+    def _step(self, root: str) -> None:
+        from pyspark import SparkContext
+
+        if not os.path.exists(os.path.join(root, "store.json")) or SparkContext._active_spark_context is None:
+            return  # nothing committed yet
+        store = Store.open(root)
+        if store.capture != "deferred" or len(store.executions) <= self.prepared:
+            return
+        from pyspark.sql import SparkSession
+
+        from lipspark.workflow.ondemand import DeferredGraph
+
+        if self._spark is None:  # the run's Spark, in a session of its own: module code's temporary views stay the run's
+            self._spark = SparkSession.builder.getOrCreate().newSession()
+        graph = DeferredGraph(store, spark=self._spark)
+        graph.layouts()
+        if self._complete or not self._halt.is_set():
+            graph.coarse()
+            self.prepared = len(store.executions)
+
+    def finish(self, wait: bool = True) -> None:
+        """The run has ended: ``wait`` (it succeeded) for the step under way and one more, for
+        what the run's last executions added; else stop after the step under way without waiting
+        for it (the process ends; what the step was writing is replaced whole or not at all)."""
+        self._complete = wait
+        self._halt.set()
+        if wait:
+            self.join()
+
+
 def _run_and_serve(run: Callable[[], int], graph: Callable[[], str], status_w: int, reported: list[bool], *,
                    idle: float, warm: float, master: str | None) -> int:
     """The child's side of :func:`run_then_serve`."""
@@ -457,10 +521,14 @@ def _run_and_serve(run: Callable[[], int], graph: Callable[[], str], status_w: i
 
     relay_r, relay_w = os.pipe()
     threading.Thread(target=_relay, args=(relay_r,), name="lipspark-jvm-output", daemon=True).start()
+    preparer = _Preparer(graph)
+    preparer.start()
+    code = 1
     try:
         with jvm_output(relay_w):
             code = run()
     finally:
+        preparer.finish(wait=code == 0)
         os.close(relay_w)  # the JVM keeps its own copy
     if code != 0:
         return code
@@ -478,6 +546,9 @@ def _run_and_serve(run: Callable[[], int], graph: Callable[[], str], status_w: i
         os.close(log)
         os.close(null)
         _report(status_w, 0, reported)
+        said = f"{type(preparer.error).__name__}: {preparer.error}" if preparer.error is not None else ""
+        print(f"lipspark serve: prepared {preparer.prepared} execution(s) during the run{'; then stopped: ' + said if said else ''}",
+              file=sys.stderr, flush=True)
 
     try:
         serve(root, idle=idle, warm=warm, master=master, on_listening=detach)

@@ -176,3 +176,34 @@ def test_a_token_keeps_its_key_and_the_columns_kept_and_is_labelled_by_its_key()
     keyless = BaseSegment(1, Context(), relation="R", columns=("k", "level"))
     nodes, _ = expand_segments([(keyless, {"tuples": table})])
     assert nodes["label"].tolist() == ["R:a,secret", "R:b,null", "R:b,public"]  # no key: labelled by every value
+
+
+def test_a_rows_tuple_is_the_json_of_its_values_as_json_dumps_writes_the_row(tmp_path):
+    """tuple_json encodes a column at a time; it must give json.dumps(row) of each row, exactly."""
+    import datetime
+    import decimal
+    import json
+
+    import pyarrow.parquet as pq
+
+    from lipspark.graph.expand import _read_files, tuple_json
+    from lipspark.vocabulary.segments import FileRef
+
+    table = pa.table({
+        "s": pa.array(["a", "a", None, 'q"u\\ote', "ünï", "1"]),
+        "i": pa.array([1, 1, None, -7, 2**40, 1], pa.int64()),
+        "f": pa.array([1.0, -0.0, float("nan"), None, 0.0, 1e300]),
+        "b": pa.array([True, False, None, True, True, False]),
+        "d": pa.array([decimal.Decimal("1.50"), None, decimal.Decimal("0"), decimal.Decimal("-2.25"), None, decimal.Decimal("1")],
+                      pa.decimal128(10, 2)),
+        "t": pa.array([datetime.datetime(2026, 1, 1), None, datetime.datetime(1970, 1, 1, 0, 0, 1)] * 2, pa.timestamp("us")),
+        "day": pa.array([datetime.date(2026, 11, 28), None] * 3, pa.date32()),
+        "l": pa.array([[1, 2], None, [], [3], [1, 2], None], pa.list_(pa.int64())),
+    })
+    path = str(tmp_path / "r.parquet")
+    pq.write_table(table, path)
+    df = _read_files([FileRef.of(path, path)], None, "relation 'r'", None)
+    cols = list(table.column_names)
+    expected = [json.dumps(r, default=str) for r in df[cols].astype(object).where(df[cols].notna(), None).to_dict("records")]
+    assert list(tuple_json(df, cols)) == expected
+    assert list(tuple_json(df.iloc[:0], cols)) == []

@@ -308,3 +308,92 @@ def test_ctrl_c_at_a_run_that_would_serve_interrupts_the_run_and_leaves_no_servi
     assert "replay service" not in out
     assert service.find_service(graph) is None
     assert 1 <= len(Store.open(graph).executions) < 40
+
+
+# ---- what a deferred run prepares for its service while it goes on ------------------------------
+
+_TALLY = '''
+from lipspark.workflow import Module, Workflow, WorkflowDefinition
+
+def tally(Deposits):
+    Deposits.createOrReplaceTempView("tally_source")
+    return {"Totals": Deposits.sparkSession.sql("SELECT Account, SUM(Amount) AS Total FROM tally_source GROUP BY Account")}
+
+DEP = "DepId string, Account string, Amount bigint"
+
+def build(params):
+    wf = Workflow("tally", [Module("tally", inputs={"Deposits": DEP}, outputs={"Totals": "Account string, Total bigint"},
+                                   keys={"Deposits": ["DepId"]}, logic=tally)])
+    wf.node("tally", "tally", input=True, output=True)
+    return wf
+
+def inputs(spark, execution, params):
+    return {"tally": {"Deposits": spark.createDataFrame([(f"D{execution}-{i}", "AB"[i % 2], execution + i) for i in range(3)], DEP)}}
+
+DEFINITION = WorkflowDefinition("tally", build, lambda spark, params: {}, inputs, params={"numExec": 2})
+'''
+
+
+def _prepared(root: str) -> bool:
+    from lipspark.graph import qindex
+
+    graph = DeferredGraph(root)
+    return qindex.holds_blocks(os.path.join(root, "replays", "coarse"), graph._wanted_blocks())
+
+
+def test_a_deferred_run_prepares_its_stores_queries_while_it_goes_on(spark, tmp_path):
+    graph = str(tmp_path / "deferred")
+    preparer = service._Preparer(lambda: graph, poll=0.05)
+    preparer.start()
+    try:
+        run(LEDGER, graph_dir=graph, spark=spark, executions=3, capture="deferred")
+    finally:
+        preparer.finish()
+    assert preparer.error is None and preparer.prepared == 3
+    assert os.path.exists(os.path.join(graph, "replays", "layouts.json")) and _prepared(graph)
+    # what it made is what a query would have made: the coarse graph of an unprepared copy, node for node
+    copy = str(tmp_path / "copy")
+    shutil.copytree(graph, copy, ignore=shutil.ignore_patterns("replays"))
+    made, fresh = DeferredGraph(graph).coarse(), DeferredGraph(copy, spark=spark).coarse()
+    assert sorted(made.ids.tolist()) == sorted(fresh.ids.tolist()) and made.num_edges == fresh.num_edges
+
+
+def test_what_the_run_prepares_is_probed_in_a_session_of_its_own_and_runs_no_job(spark, tmp_path):
+    definition = tmp_path / "tally.py"
+    definition.write_text(_TALLY)
+    graph = str(tmp_path / "deferred")
+    run(str(definition), graph_dir=graph, spark=spark, capture="deferred")
+    spark.createDataFrame([("mine", "Z", 7)], "DepId string, Account string, Amount bigint").createOrReplaceTempView("tally_source")
+    jobs = spark.sparkContext.statusTracker()
+    before = set(jobs.getJobIdsForGroup())
+    preparer = service._Preparer(lambda: graph, poll=0.05)
+    preparer.start()
+    deadline = time.monotonic() + 120
+    while preparer.prepared < 2 and preparer.error is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    preparer.finish()
+    assert set(jobs.getJobIdsForGroup()) == before  # probes plan over no rows: no job ran
+    assert preparer.error is None and preparer.prepared == 2 and _prepared(graph)
+    # the probes registered the module's view in their own session: this session's view is the test's still
+    assert [tuple(r) for r in spark.table("tally_source").collect()] == [("mine", "Z", 7)]
+    spark.catalog.dropTempView("tally_source")
+
+
+def test_a_failed_run_does_not_wait_for_what_is_being_prepared():
+    started = threading.Event()
+    release = threading.Event()
+
+    class _Slow(service._Preparer):
+        def _step(self, root: str) -> None:
+            started.set()
+            release.wait(30)
+
+    preparer = _Slow(lambda: "/nonexistent", poll=0.01)
+    preparer.start()
+    assert started.wait(10)
+    t0 = time.monotonic()
+    preparer.finish(wait=False)
+    assert time.monotonic() - t0 < 1 and preparer.is_alive()
+    release.set()
+    preparer.join(10)
+    assert not preparer.is_alive() and preparer.error is None
