@@ -71,6 +71,9 @@ _FORMAT, _VERSION = "lipspark-replay", 1
 #: when missing, unreadable or of another version).
 FINE_FILE = "fine.json"
 _FINE_FORMAT, _FINE_VERSION = "lipspark-fine-part", 1
+#: How many invocations a replay runs at once (each in a Spark session of its own): the
+#: driver's planning and the small jobs of one replay leave the cores of ``local[2]`` idle.
+CONCURRENT_REPLAYS = 2
 #: How long a replay waits for another process replaying the same store (seconds).
 REPLAY_WAIT = 3600.0
 #: Where the coarse graph's query-ready index is kept, under the store's ``replays`` directory.
@@ -393,34 +396,75 @@ class DeferredGraph:
 
     def replay_here(self, todo: list[tuple[int, str]], *, on_replay: Callable[[int, str, float], None] | None = None) -> None:
         """Replay the invocations ``todo`` (execution, workflow node) in this process's Spark, those
-        not replayed yet, under the store's ``replays`` lock, and keep them in the store."""
+        not replayed yet, under the store's ``replays`` lock, and keep them in the store.
+
+        A replay reads only what the deferred run stored, never another replay, so the
+        invocations are replayed :data:`CONCURRENT_REPLAYS` at a time, each in a Spark session of
+        its own (module code's temporary views are a session's); each is kept, or removed
+        whole, on its own. They are noted in ``todo``'s order; the first failure is raised once
+        every replay under way has ended."""
         layouts = self.layouts()
         self._graph = None
         lock = WriterLock(os.path.join(self.store.root, REPLAYS_DIR), "replay").acquire(wait=REPLAY_WAIT)
         try:
-            for n, node in todo:
-                if self.is_replayed(n, node):  # another process did it meanwhile
-                    continue
-                rel = replay_dir(n, node)
-                where = self.store.resolve(rel)
-                shutil.rmtree(where, ignore_errors=True)  # an interrupted replay's leftovers
-                t0 = time.perf_counter()
-                try:
-                    from lipspark.workflow.replay import replay_invocation
+            todo = [(n, node) for n, node in todo if not self.is_replayed(n, node)]  # another process did some meanwhile
+            if len(todo) <= 1:
+                results = [self._replay_one(n, node, layouts, self.spark) for n, node in todo]
+            else:
+                from concurrent.futures import ThreadPoolExecutor, wait
 
-                    replay_invocation(self.store, n, node, rel, spark=self.spark, workflow=self.workflow, layouts=layouts, graph=True)
-                    self._parts[(n, node)] = _decode_fine(self._write_fine(n, node))
-                    seconds = time.perf_counter() - t0
-                    tmp = os.path.join(where, f".{DONE_FILE}.tmp")
-                    with open(tmp, "w") as fh:
-                        json.dump({"format": _FORMAT, "version": _VERSION, "execution": n, "node": node, "seconds": round(seconds, 3)}, fh)
-                    os.replace(tmp, os.path.join(where, DONE_FILE))
-                except BaseException:
-                    shutil.rmtree(where, ignore_errors=True)
+                sessions = [self.spark.newSession() for _ in range(min(CONCURRENT_REPLAYS, len(todo)))]
+                free = list(sessions)
+
+                def one(key: tuple[int, str]) -> float:
+                    spark = free.pop()  # list.pop is atomic: each running replay has a session to itself
+                    try:
+                        return self._replay_one(*key, layouts, spark)
+                    finally:
+                        free.append(spark)
+
+                pool = ThreadPoolExecutor(max_workers=len(sessions), thread_name_prefix="lipspark-replay")
+                futures = [pool.submit(one, key) for key in todo]
+                try:
+                    wait(futures)
+                except BaseException:  # Ctrl-C: the replays under way end (each kept or removed whole), none other starts
+                    for f in futures:
+                        f.cancel()
                     raise
+                finally:
+                    pool.shutdown(wait=True)
+                failed = next((f.exception() for f in futures if f.exception() is not None), None)
+                for (n, node), f in zip(todo, futures):  # those that succeeded are kept, and noted
+                    if f.exception() is None:
+                        self._note(n, node, f.result(), on_replay)
+                if failed is not None:
+                    raise failed
+                return
+            for (n, node), seconds in zip(todo, results):
                 self._note(n, node, seconds, on_replay)
         finally:
             lock.release()
+
+    def _replay_one(self, n: int, node: str, layouts: list[Any], spark: Any) -> float:
+        """Replay node ``node`` of execution ``n`` on ``spark`` and keep it; its time in seconds."""
+        from lipspark.workflow.replay import replay_invocation
+
+        rel = replay_dir(n, node)
+        where = self.store.resolve(rel)
+        shutil.rmtree(where, ignore_errors=True)  # an interrupted replay's leftovers
+        t0 = time.perf_counter()
+        try:
+            replay_invocation(self.store, n, node, rel, spark=spark, workflow=self.workflow, layouts=layouts, graph=True)
+            self._parts[(n, node)] = _decode_fine(self._write_fine(n, node))
+            seconds = time.perf_counter() - t0
+            tmp = os.path.join(where, f".{DONE_FILE}.tmp")
+            with open(tmp, "w") as fh:
+                json.dump({"format": _FORMAT, "version": _VERSION, "execution": n, "node": node, "seconds": round(seconds, 3)}, fh)
+            os.replace(tmp, os.path.join(where, DONE_FILE))
+        except BaseException:
+            shutil.rmtree(where, ignore_errors=True)
+            raise
+        return seconds
 
     def _note(self, n: int, node: str, seconds: float, on_replay: Callable[[int, str, float], None] | None, where: str = "") -> None:
         """Record that node ``node`` of execution ``n`` was replayed, in ``seconds``."""

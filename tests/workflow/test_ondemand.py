@@ -207,3 +207,41 @@ def test_a_query_that_replays_nothing_imports_no_pyspark(stores):
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_invocations_are_replayed_two_at_a_time_each_in_a_session_of_its_own_and_kept_one_by_one(spark, stores, monkeypatch):
+    import threading
+
+    import lipspark.workflow.replay as replay
+
+    eager, deferred = stores
+    dg = _fresh(spark, deferred)
+    real, seen, lock = replay.replay_invocation, [], threading.Lock()
+    running, most = [0], [0]
+
+    def watched(store, n, node, target, *, spark, **kw):
+        with lock:
+            seen.append((node, threading.current_thread().name, id(spark)))
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            if node == "dealer2_bid":
+                raise StoreError("replaying dealer2_bid failed here")
+            return real(store, n, node, target, spark=spark, **kw)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(replay, "replay_invocation", watched)
+    todo = [(1, "dealer1_bid"), (1, "dealer2_bid"), (1, "dealer3_bid")]
+    with pytest.raises(StoreError, match="replaying dealer2_bid failed here"):
+        dg.replay_here(todo)
+    assert sorted(node for node, _, _ in seen) == ["dealer1_bid", "dealer2_bid", "dealer3_bid"]
+    assert all(name.startswith("lipspark-replay") for _, name, _ in seen)
+    assert id(spark) not in {s for _, _, s in seen} and most[0] == 2  # two at once, neither in the caller's session
+    # the two that succeeded are kept and noted in order; the failed one left nothing
+    assert [(n, node) for n, node, _ in dg.replayed] == [(1, "dealer1_bid"), (1, "dealer3_bid")]
+    assert dg.is_replayed(1, "dealer1_bid") and dg.is_replayed(1, "dealer3_bid") and not dg.is_replayed(1, "dealer2_bid")
+    assert not os.path.exists(os.path.join(deferred, replay_dir(1, "dealer2_bid")))
+    monkeypatch.undo()
+    _same_answers(eager, DeferredGraph(deferred, spark=spark), "zoomout agg, xor, car, choice, and, request; descendants output Bids1 of dealer1_bid execution 1")
