@@ -64,6 +64,7 @@ class GraphBuilder:
         self._next = first_segment
         self._segments: list[Segment] = []
         self._tables: dict[int, dict[str, DataFrame]] = {}
+        self._written: tuple[str | None, dict[int, dict[str, Any]]] = (None, {})  # write_tables: where, and each segment's tables
 
     @property
     def next_segment(self) -> int:
@@ -124,11 +125,19 @@ class GraphBuilder:
         outweigh the few hundred rows of a typical segment). Returns the manifest. ``path``
         must not exist yet or be empty.
         """
+        self.write_tables(path)
+        return self.write_manifest(path)
+
+    def write_tables(self, path: str) -> None:
+        """The first half of :meth:`write`: the tables of the segments recorded so far. Segments
+        recorded after it must carry no tables (a boundary, whose rows are its relation's file:
+        it is recorded once the file is written, which may be while these jobs run)."""
         if os.path.exists(path) and os.listdir(path):
             raise AnnotationError(f"refusing to write a graph into non-empty directory {path!r}")
-        entries: dict[int, dict[str, Any]] = {s.seg: {**s.to_json(), "tables": {}} for s in self._segments}
+        entries: dict[int, dict[str, Any]] = {}
         by_name: dict[str, list[tuple[int, DataFrame]]] = {}
-        for s in self._segments:
+        for s in list(self._segments):
+            entries[s.seg] = {}
             for name, df in self._tables[s.seg].items():
                 by_name.setdefault(name, []).append((s.seg, df))
         jobs: list[Callable[[], None]] = []
@@ -137,14 +146,25 @@ class GraphBuilder:
                 for seg, df in parts:
                     rel = f"seg-{seg:06d}/{name}"
                     jobs.append(_writer(df, os.path.join(path, rel)))
-                    entries[seg]["tables"][name] = {"path": rel}
+                    entries[seg][name] = {"path": rel}
             else:
                 jobs.append(_combined(path, name, parts, entries))
         run_concurrently(jobs)  # one job per table kind, at once: they share the module's cached frames
         os.makedirs(path, exist_ok=True)
+        self._written = (path, entries)
+
+    def write_manifest(self, path: str) -> dict[str, Any]:
+        """The second half of :meth:`write`: ``manifest.json`` of every segment recorded, once
+        :meth:`write_tables` has written their tables under ``path``."""
+        written_path, tables = self._written
+        if written_path != path:
+            raise AnnotationError(f"internal: the graph's tables were not written under {path!r}")
+        late = [s.seg for s in self._segments if s.seg not in tables and self._tables[s.seg]]
+        if late:
+            raise AnnotationError(f"internal: segments {late} were recorded with tables after the graph's tables were written")
+        entries = [{**s.to_json(), "tables": tables.get(s.seg, {})} for s in self._segments]
         version = max([FORMAT_VERSION, *(s.version for s in self._segments)])  # 3 only where a 2 reader would misread
-        manifest: dict[str, Any] = {"format": "lipspark-graph", "version": version, "files": _table_files(path),
-                                    "segments": [entries[s.seg] for s in self._segments]}
+        manifest: dict[str, Any] = {"format": "lipspark-graph", "version": version, "files": _table_files(path), "segments": entries}
         with open(os.path.join(path, "manifest.json"), "w") as fh:
             fh.write(_manifest_text(manifest))
         return manifest
@@ -221,7 +241,7 @@ def _combined(path: str, name: str, parts: list[tuple[int, DataFrame]], entries:
     for seg, df in parts:
         renamed = {c: f"{c}_{_type_code(df.schema[c].dataType)}" for c in df.columns if c.startswith("x")}
         frames.append(df.select(F.lit(seg).alias(SEG_COLUMN), *[F.col(c).alias(renamed.get(c, c)) for c in df.columns]))
-        entries[seg]["tables"][name] = {"path": name, "seg_column": SEG_COLUMN, "columns": {v: k for k, v in renamed.items()}}
+        entries[seg][name] = {"path": name, "seg_column": SEG_COLUMN, "columns": {v: k for k, v in renamed.items()}}
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
     if _estimated_bytes(union) > SPLIT_BYTES:
         # a large table (a group-by over millions of rows: one member row each): written by

@@ -79,13 +79,13 @@ def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: An
     try:
         if layouts is None or len(layouts) < n:
             layouts = store_layouts(store, workflow, spark, n)
-        replayed = _replay(ex, store, workflow, layouts, n, node, spark, collect=not graph)
-        if graph:
+        gdir = os.path.join(where, GRAPH_DIR) if graph else None
+        replayed = _replay(ex, store, workflow, layouts, n, node, spark, collect=not graph, graph_dir=gdir)
+        if gdir is not None:
             from lipspark.store.manifest import read_segments
 
             assert ex.builder is not None
-            gdir = os.path.join(where, GRAPH_DIR)
-            manifest = ex.builder.write(gdir)
+            manifest = ex.builder.write_manifest(gdir)
             replayed = Replayed(n, node, read_segments(gdir, manifest), replayed.outputs, replayed.state)
         return replayed
     except BaseException:
@@ -96,9 +96,11 @@ def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: An
 
 
 def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, dict[str, dict[str, Probed]]]], n: int, node: str,
-            spark: Any, *, collect: bool = True) -> Replayed:
+            spark: Any, *, collect: bool = True, graph_dir: str | None = None) -> Replayed:
     """The replay itself (:func:`replay_invocation` checked its arguments); ``every``: the
-    layouts of executions 1..n."""
+    layouts of executions 1..n. ``graph_dir``: where the graph's tables are written, by jobs
+    run beside the relations' writes (they read the same cached frames; the output boundaries,
+    recorded once the relations are written, have no tables of their own)."""
     from lipspark.workflow.materialize import _fingerprints
 
     rec = store.executions[n - 1]
@@ -126,7 +128,15 @@ def _replay(ex: "_Replayer", store: Store, workflow: Any, every: list[dict[str, 
     for rname in module.state:
         frames[rname] = ex._read(inv, module.relation(rname), state_read(store, workflow, every, n, node, rname), "s")
     result = ex._call(inv, frames)
-    outputs, state = ex._store_results(inv, result)
+    if graph_dir is None:
+        outputs, state = ex._store_results(inv, result)
+    else:
+        from lipspark.session import run_concurrently
+
+        builder = ex.builder
+        assert builder is not None
+        done: list[Any] = run_concurrently([lambda: ex._store_results(inv, result), lambda: builder.write_tables(graph_dir)])
+        outputs, state = done[0]
     # what it wrote must be what the deferred run stored, with the probed layouts: compared by
     # the fingerprints the writing jobs observed (the run's, kept in store.json, and this
     # replay's), or, where either is missing (a store written before), by reading both back
