@@ -12,12 +12,12 @@ import contextlib
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
+from typing import Any, TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ["get_spark", "default_conf", "run_concurrently", "archive_path", "java_options", "jvm_output"]
+__all__ = ["get_spark", "default_conf", "run_concurrently", "session_like", "archive_path", "java_options", "jvm_output"]
 
 _T = TypeVar("_T")
 #: Spark jobs one writer submits at once (see :func:`run_concurrently`).
@@ -152,6 +152,21 @@ def get_spark(
     if not existed and not verbose:
         spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def session_like(spark: Any) -> Any:
+    """A new session of ``spark``'s Spark application with ``spark``'s SQL settings as they are
+    now: its temporary views, functions and later settings are its own (``newSession()`` alone
+    would start from the application's settings, losing those changed at run time, such as
+    ``spark.sql.caseSensitive``). Work that runs beside other work on one Spark — a replay beside
+    another, probes beside a run — runs module code in one, so that a module's
+    ``createOrReplaceTempView`` is never another's."""
+    new = spark.newSession()
+    settings = spark.conf.getAll
+    for key, value in (settings() if callable(settings) else settings).items():
+        if new.conf.isModifiable(key) and new.conf.get(key, None) != value:
+            new.conf.set(key, value)
+    return new
 
 
 def run_concurrently(actions: Sequence[Callable[[], _T]], *, workers: int = CONCURRENT_JOBS) -> list[_T]:

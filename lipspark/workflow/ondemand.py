@@ -413,7 +413,9 @@ class DeferredGraph:
             else:
                 from concurrent.futures import ThreadPoolExecutor, wait
 
-                sessions = [self.spark.newSession() for _ in range(min(CONCURRENT_REPLAYS, len(todo)))]
+                from lipspark.session import session_like
+
+                sessions = [session_like(self.spark) for _ in range(min(CONCURRENT_REPLAYS, len(todo)))]
                 free = list(sessions)
 
                 def one(key: tuple[int, str]) -> float:

@@ -497,7 +497,9 @@ class _Preparer(threading.Thread):
         from lipspark.workflow.ondemand import DeferredGraph
 
         if self._spark is None:  # the run's Spark, in a session of its own: module code's temporary views stay the run's
-            self._spark = SparkSession.builder.getOrCreate().newSession()
+            from lipspark.session import session_like
+
+            self._spark = session_like(SparkSession.builder.getOrCreate())
         graph = DeferredGraph(store, spark=self._spark)
         graph.layouts()
         if self._complete or not self._halt.is_set():
