@@ -145,3 +145,16 @@ def test_pure_layers_import_without_pyspark() -> None:
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'pyspark'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_packages_export_stays_itself_whatever_was_imported_first() -> None:
+    # lipspark.workflow exports the functions run and materialize from its submodules of the same
+    # names; importing a submodule first must not make the package's name the module
+    code = ("import importlib\n"
+            "from lipspark.workflow.materialize import graph_store\n"
+            "from lipspark.workflow.run import RunSummary\n"
+            "from lipspark.workflow import materialize, run\n"
+            "import lipspark.workflow as w\n"
+            "print(callable(materialize), callable(run), w.run is run, type(importlib.import_module('lipspark.workflow.run')).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "True", "True", "module"], out.stdout + out.stderr
