@@ -151,9 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
     serving = r.add_mutually_exclusive_group()
     serving.add_argument("--serve", type=_positive, default=None, metavar="MINUTES",
                          help="with --capture deferred (the default there: 15): when the run ends, its Spark stays on as the "
-                              "store's replay service, warm for the first queries, until it has been idle MINUTES "
-                              "(lipspark serve --help; LIPSPARK_SERVE=off turns the default off)")
-    serving.add_argument("--no-serve", action="store_true", help="with --capture deferred: leave no replay service when the run ends")
+                              "store's replay service, warm for the first queries, until it has been idle MINUTES; "
+                              "while the run goes on, it prepares the store for them (lipspark serve --help; "
+                              "LIPSPARK_SERVE=off turns the default off)")
+    serving.add_argument("--no-serve", action="store_true", help="with --capture deferred: leave no replay service when the run ends, "
+                                                                 "and prepare nothing while it runs (the run at plain speed)")
     m = command("materialize", help="make the graph of a store run with --capture deferred (replays its executions)")
     m.add_argument("graph", help="a workflow store run with --capture deferred")
     m.add_argument("--master", default=None, help="Spark master URL (default: embedded local[2])")
