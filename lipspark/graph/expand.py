@@ -36,7 +36,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lipspark.vocabulary.columns import PREFIX, factor, value_col
+from lipspark.vocabulary.columns import PREFIX, bag_col, factor, value_col
 from lipspark.errors import StoreError
 from lipspark.vocabulary import (
     AggregateSpec,
@@ -513,11 +513,11 @@ class RelationReads:
         if not key:
             return pd.DataFrame(columns=[*cols, "__pos"]), [], key
         if key not in self._frames:
-            data_cols: list[str] = []
-            if desc.files:
-                schema = pq.read_schema(local_path(desc.files[0].path, self.root))
-                data_cols = [c for c in schema.names if not c.startswith(PREFIX)]
-            self._frames[key] = (_read_files(desc.files, None, what, self.root), data_cols)
+            schema = pq.read_schema(local_path(desc.files[0].path, self.root))
+            data_cols = [c for c in schema.names if not c.startswith(PREFIX)]
+            # every column a boundary may read (data, factors, value ids), not the bags' member lists
+            wanted = [c for c in schema.names if not c.startswith(bag_col(""))]
+            self._frames[key] = (_read_files(desc.files, wanted, what, self.root), data_cols)
         full, data_cols = self._frames[key]
         missing = [c for c in cols if c not in full.columns]
         if missing:

@@ -455,12 +455,12 @@ class _Preparer(threading.Thread):
     execution the run commits, the layouts of its invocations (probed on the run's Spark, once
     per node and input layouts: most in the first execution) and its block of the coarse graph's
     index. A probe plans module code over no rows, caching nothing, in a Spark session of its own
-    (temporary views and SQL settings are a session's: the run's module code never sees the
-    probe's), and a block is read from files the run has committed, so the run's jobs and data
-    are untouched; the work overlaps the run's (its jobs
-    leave the driver waiting), and the service, once the run ends, finds at most the last
-    execution's block still to make instead of the whole store's (docs/benchmarks.md, "The
-    first query right after a deferred run").
+    (:func:`~lipspark.session.session_like`: the run's module code never sees a probe's
+    temporary view), and a block is read from files the run has committed, so the run's jobs and
+    data are untouched. The work shares the cores with the run (the car dealership's 10
+    executions: 1.12× the run without it), and the service, once the run ends, finds nothing
+    left to prepare instead of the whole store (docs/benchmarks.md, "The first query right after
+    a deferred run").
 
     Its failures are kept, not said: the service's own prepare does the same work again and says
     why it cannot. :meth:`finish` ends it when the run has ended."""
@@ -549,8 +549,8 @@ def _run_and_serve(run: Callable[[], int], graph: Callable[[], str], status_w: i
         os.close(null)
         _report(status_w, 0, reported)
         said = f"{type(preparer.error).__name__}: {preparer.error}" if preparer.error is not None else ""
-        print(f"lipspark serve: prepared {preparer.prepared} execution(s) during the run{'; then stopped: ' + said if said else ''}",
-              file=sys.stderr, flush=True)
+        print(f"lipspark serve: during the run, brought the layouts and the coarse graph's index up to execution {preparer.prepared}"
+              f"{'; then stopped: ' + said if said else ''}", file=sys.stderr, flush=True)
 
     try:
         serve(root, idle=idle, warm=warm, master=master, on_listening=detach)
