@@ -472,6 +472,7 @@ class _Preparer(threading.Thread):
         self._complete = False  # finish: one more step after the run
         self.prepared = 0  # executions whose layouts and block are made
         self._spark: Any = None
+        self._workflow: Any = None
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -501,7 +502,9 @@ class _Preparer(threading.Thread):
 
             self._spark = session_like(SparkSession.builder.getOrCreate())
         graph = DeferredGraph(store, spark=self._spark)
+        graph._workflow = self._workflow  # built from the definition once, not at every execution
         graph.layouts()
+        self._workflow = graph.workflow
         if self._complete or not self._halt.is_set():
             graph.coarse()
             self.prepared = len(store.executions)
