@@ -688,6 +688,8 @@ def expand_segments(segments: Sequence[tuple[Segment, Tables]], root: str | None
     """
     node_parts, edge_parts = [], []
     reads = reads if reads is not None else RelationReads(root)
+    if reads.root != root:
+        raise StoreError(f"internal: relations read for {reads.root!r} given to an expansion of {root!r}")
     for s, tables in segments:
         n, e = _expand_one(s, tables, reads, fine(s) if callable(fine) else fine)
         for attr in ("module", "node", "execution", "invocation"):
