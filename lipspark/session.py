@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
-__all__ = ["get_spark", "default_conf", "run_concurrently", "session_like", "archive_path", "java_options", "jvm_output"]
+__all__ = ["get_spark", "default_conf", "run_concurrently", "session_like", "without_call_sites", "archive_path", "java_options", "jvm_output"]
 
 _T = TypeVar("_T")
 #: Spark jobs one writer submits at once (see :func:`run_concurrently`).
@@ -167,6 +168,48 @@ def session_like(spark: Any) -> Any:
         if new.conf.isModifiable(key) and new.conf.get(key, None) != value:
             new.conf.set(key, value)
     return new
+
+
+_CALL_SITES_LOCK = threading.Lock()
+_CALL_SITES_OFF: dict[str, Any] = {"open": 0, "saved": None}  # open without_call_sites(), and the setting before the first
+
+
+@contextlib.contextmanager
+def without_call_sites() -> Iterator[None]:
+    """Module code run inside does not send PySpark's call sites to the JVM.
+
+    PySpark (classic, 4.x) wraps every column function so that it first tells the JVM the
+    Python ``file:line`` that called it, for the DataFrame context of Spark's error messages:
+    several Py4J round trips per function, about a quarter of a replay's driver time on the
+    car dealership's warm service. A replay (:func:`lipspark.workflow.replay.replay_invocation`)
+    re-runs module code that already ran, and checks what it wrote, so it has no use for them;
+    a run keeps them (crash culprits name the operation by its call site). Nested and
+    concurrent uses share one switch: the setting comes back when the last one ends. Where this
+    PySpark keeps no such switch, nothing changes.
+
+    >>> with without_call_sites():
+    ...     pass
+    """
+    try:
+        from pyspark.errors import utils as pyspark_utils
+    except ImportError:  # pragma: no cover - pyspark is a dependency
+        yield
+        return
+    if not hasattr(pyspark_utils, "_enable_debugging_cache"):
+        yield
+        return
+    with _CALL_SITES_LOCK:
+        if _CALL_SITES_OFF["open"] == 0:
+            _CALL_SITES_OFF["saved"] = pyspark_utils._enable_debugging_cache
+        _CALL_SITES_OFF["open"] += 1
+        setattr(pyspark_utils, "_enable_debugging_cache", False)
+    try:
+        yield
+    finally:
+        with _CALL_SITES_LOCK:
+            _CALL_SITES_OFF["open"] -= 1
+            if _CALL_SITES_OFF["open"] == 0:
+                pyspark_utils._enable_debugging_cache = _CALL_SITES_OFF["saved"]
 
 
 def run_concurrently(actions: Sequence[Callable[[], _T]], *, workers: int = CONCURRENT_JOBS) -> list[_T]:

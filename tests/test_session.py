@@ -19,3 +19,90 @@ def test_a_session_like_another_has_its_settings_and_views_of_its_own(spark):
     finally:
         spark.conf.unset("spark.sql.caseSensitive")
         spark.catalog.dropTempView("session_like_view")
+
+
+def _round_trips(spark, build) -> int:
+    """Py4J commands ``build()`` sends."""
+    from py4j import clientserver
+
+    sent = [0]
+    orig = clientserver.ClientServerConnection.send_command
+
+    def counting(self, command):
+        sent[0] += 1
+        return orig(self, command)
+
+    clientserver.ClientServerConnection.send_command = counting
+    try:
+        build()
+    finally:
+        clientserver.ClientServerConnection.send_command = orig
+    return sent[0]
+
+
+def test_without_call_sites_saves_round_trips_and_gives_the_setting_back(spark):
+    import threading
+
+    from pyspark.errors import utils as pyspark_utils
+    from pyspark.sql import functions as F
+
+    from lipspark.session import without_call_sites
+
+    df = spark.createDataFrame([(1, "a")], "n int, s string")
+
+    def build():
+        df.select(F.upper(F.col("s")), F.col("n") + F.lit(1), F.coalesce(F.col("n"), F.lit(0))).columns
+
+    build()  # pyspark decides, once, whether it captures call sites
+    before = pyspark_utils._enable_debugging_cache
+    with_sites = _round_trips(spark, build)
+    with without_call_sites():
+        assert pyspark_utils._enable_debugging_cache is False
+        without = _round_trips(spark, build)
+    assert pyspark_utils._enable_debugging_cache is before
+    assert before is True  # pyspark's default: each column function first tells the JVM its call site
+    assert without < with_sites, (without, with_sites)
+
+    # nested and concurrent uses: the setting comes back when the last one ends, even on an error
+    inside, go = threading.Event(), threading.Event()
+
+    def other():
+        with without_call_sites():
+            inside.set()
+            go.wait(10)
+
+    t = threading.Thread(target=other)
+    t.start()
+    inside.wait(10)
+    try:
+        with without_call_sites():
+            raise ValueError("module code failed")
+    except ValueError:
+        pass
+    assert pyspark_utils._enable_debugging_cache is False  # the other thread is still replaying
+    go.set()
+    t.join()
+    assert pyspark_utils._enable_debugging_cache is before
+
+
+def test_a_replay_runs_module_code_without_call_sites(monkeypatch):
+    from pyspark.errors import utils as pyspark_utils
+
+    import lipspark.workflow.replay as replay
+
+    seen = []
+
+    def fake(*args, **kwargs):
+        seen.append(pyspark_utils._enable_debugging_cache)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(replay, "_replay", fake)
+    store = type("S", (), {"capture": "deferred", "executions": [{}], "root": "/nonexistent", "meta": {"workflow": "w"},
+                           "resolve": staticmethod(lambda p: "/nonexistent/lipspark-test-replay")})()
+    workflow = type("W", (), {"nodes": {"m": None}})()
+    monkeypatch.setattr(replay, "_Replayer", lambda *a: type("E", (), {"_release": lambda self: None, "builder": None})())
+    try:
+        replay.replay_invocation(store, 1, "m", "t", spark=None, workflow=workflow, layouts=[{}])
+    except RuntimeError:
+        pass
+    assert seen == [False]

@@ -24,6 +24,7 @@ from typing import Any
 
 from lipspark.capture.builder import GraphBuilder
 from lipspark.errors import StoreError
+from lipspark.session import without_call_sites
 from lipspark.store import Store
 from lipspark.vocabulary import RelationDescriptor, Segment
 from lipspark.vocabulary.segments import fingerprint_of
@@ -54,7 +55,8 @@ def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: An
     """Re-run node ``node`` of execution ``n`` of the deferred ``store`` with provenance.
 
     ``target``: an absent directory (absolute, or relative to the store's root) the invocation's
-    relations are written under (removed again if the replay fails). ``workflow``: the store's
+    relations are written under (removed again if the replay fails). Module code runs
+    without PySpark's call-site capture (:func:`~lipspark.session.without_call_sites`). ``workflow``: the store's
     workflow (default: built again from the definition file the store records). ``layouts``:
     the store's probed layouts of executions 1..n at least (default: probed or read from
     ``replays/layouts.json``). ``graph``: also write the recorded segments as a graph directory,
@@ -80,7 +82,8 @@ def replay_invocation(store: Store, n: int, node: str, target: str, *, spark: An
         if layouts is None or len(layouts) < n:
             layouts = store_layouts(store, workflow, spark, n)
         gdir = os.path.join(where, GRAPH_DIR) if graph else None
-        replayed = _replay(ex, store, workflow, layouts, n, node, spark, collect=not graph, graph_dir=gdir)
+        with without_call_sites():  # module code that ran before: its errors need no Python call sites
+            replayed = _replay(ex, store, workflow, layouts, n, node, spark, collect=not graph, graph_dir=gdir)
         if gdir is not None:
             from lipspark.store.manifest import read_segments
 
