@@ -171,45 +171,54 @@ def session_like(spark: Any) -> Any:
 
 
 _CALL_SITES_LOCK = threading.Lock()
-_CALL_SITES_OFF: dict[str, Any] = {"open": 0, "saved": None}  # open without_call_sites(), and the setting before the first
+_CALL_SITES = threading.local()  # .off: how many without_call_sites() this thread is inside
+_CALL_SITES_SWITCH: list[bool] = []  # [whether pyspark's check could be wrapped], once decided
+
+
+def _call_sites_switch() -> bool:
+    """Wrap PySpark's check of whether to capture call sites (once per process) so that it
+    answers no in a thread inside :func:`without_call_sites`; whether that could be done."""
+    with _CALL_SITES_LOCK:
+        if not _CALL_SITES_SWITCH:
+            try:
+                from pyspark.errors import utils as pyspark_utils
+            except ImportError:  # pragma: no cover - pyspark is a dependency
+                pyspark_utils = None
+            original = getattr(pyspark_utils, "is_debugging_enabled", None)
+            if callable(original):
+                def is_debugging_enabled() -> bool:
+                    return False if getattr(_CALL_SITES, "off", 0) else bool(original())
+
+                setattr(pyspark_utils, "is_debugging_enabled", is_debugging_enabled)
+            _CALL_SITES_SWITCH.append(callable(original))
+        return _CALL_SITES_SWITCH[0]
 
 
 @contextlib.contextmanager
 def without_call_sites() -> Iterator[None]:
-    """Module code run inside does not send PySpark's call sites to the JVM.
+    """Module code this thread runs inside does not send PySpark's call sites to the JVM.
 
     PySpark (classic, 4.x) wraps every column function so that it first tells the JVM the
     Python ``file:line`` that called it, for the DataFrame context of Spark's error messages:
-    several Py4J round trips per function, about a quarter of a replay's driver time on the
-    car dealership's warm service. A replay (:func:`lipspark.workflow.replay.replay_invocation`)
-    re-runs module code that already ran, and checks what it wrote, so it has no use for them;
-    a run keeps them (crash culprits name the operation by its call site). Nested and
-    concurrent uses share one switch: the setting comes back when the last one ends. Where this
-    PySpark keeps no such switch, nothing changes.
+    several Py4J round trips per function. Work that re-runs module code which already ran, or
+    that only plans it, has no use for them: a replay
+    (:func:`lipspark.workflow.replay.replay_invocation`; a car dealer's bid and buy replay in
+    0.84× the time) and a layout probe (:mod:`lipspark.workflow.layouts`; the probes of ten car
+    dealership executions in half the time). A run keeps them: crash culprits name the
+    operation by its call site. The switch is per thread (a probe beside a run leaves the run's
+    call sites alone) and nests; where this PySpark has no such check, nothing changes.
 
     >>> with without_call_sites():
     ...     pass
     """
-    try:
-        from pyspark.errors import utils as pyspark_utils
-    except ImportError:  # pragma: no cover - pyspark is a dependency
+    if not _call_sites_switch():
         yield
         return
-    if not hasattr(pyspark_utils, "_enable_debugging_cache"):
-        yield
-        return
-    with _CALL_SITES_LOCK:
-        if _CALL_SITES_OFF["open"] == 0:
-            _CALL_SITES_OFF["saved"] = pyspark_utils._enable_debugging_cache
-        _CALL_SITES_OFF["open"] += 1
-        setattr(pyspark_utils, "_enable_debugging_cache", False)
+    _CALL_SITES.off = getattr(_CALL_SITES, "off", 0) + 1
     try:
         yield
     finally:
-        with _CALL_SITES_LOCK:
-            _CALL_SITES_OFF["open"] -= 1
-            if _CALL_SITES_OFF["open"] == 0:
-                pyspark_utils._enable_debugging_cache = _CALL_SITES_OFF["saved"]
+        _CALL_SITES.off -= 1
 
 
 def run_concurrently(actions: Sequence[Callable[[], _T]], *, workers: int = CONCURRENT_JOBS) -> list[_T]:

@@ -40,7 +40,7 @@ def _round_trips(spark, build) -> int:
     return sent[0]
 
 
-def test_without_call_sites_saves_round_trips_and_gives_the_setting_back(spark):
+def test_without_call_sites_saves_round_trips_in_its_own_thread_only(spark):
     import threading
 
     from pyspark.errors import utils as pyspark_utils
@@ -53,36 +53,40 @@ def test_without_call_sites_saves_round_trips_and_gives_the_setting_back(spark):
     def build():
         df.select(F.upper(F.col("s")), F.col("n") + F.lit(1), F.coalesce(F.col("n"), F.lit(0))).columns
 
-    build()  # pyspark decides, once, whether it captures call sites
-    before = pyspark_utils._enable_debugging_cache
+    build()
+    assert pyspark_utils.is_debugging_enabled() is True  # pyspark's default: each column function first tells the JVM its call site
     with_sites = _round_trips(spark, build)
     with without_call_sites():
-        assert pyspark_utils._enable_debugging_cache is False
+        assert pyspark_utils.is_debugging_enabled() is False
         without = _round_trips(spark, build)
-    assert pyspark_utils._enable_debugging_cache is before
-    assert before is True  # pyspark's default: each column function first tells the JVM its call site
+        with without_call_sites():  # nested
+            assert pyspark_utils.is_debugging_enabled() is False
+        assert pyspark_utils.is_debugging_enabled() is False
+    assert pyspark_utils.is_debugging_enabled() is True
     assert without < with_sites, (without, with_sites)
 
-    # nested and concurrent uses: the setting comes back when the last one ends, even on an error
-    inside, go = threading.Event(), threading.Event()
+    # per thread: another thread inside keeps this one's call sites; an error inside gives them back
+    inside, go, seen = threading.Event(), threading.Event(), []
 
     def other():
         with without_call_sites():
             inside.set()
             go.wait(10)
+            seen.append(pyspark_utils.is_debugging_enabled())
 
     t = threading.Thread(target=other)
     t.start()
     inside.wait(10)
+    assert pyspark_utils.is_debugging_enabled() is True  # a probe beside a run leaves the run's call sites alone
     try:
         with without_call_sites():
             raise ValueError("module code failed")
     except ValueError:
         pass
-    assert pyspark_utils._enable_debugging_cache is False  # the other thread is still replaying
+    assert pyspark_utils.is_debugging_enabled() is True
     go.set()
     t.join()
-    assert pyspark_utils._enable_debugging_cache is before
+    assert seen == [False]
 
 
 def test_a_replay_runs_module_code_without_call_sites(monkeypatch):
@@ -93,7 +97,7 @@ def test_a_replay_runs_module_code_without_call_sites(monkeypatch):
     seen = []
 
     def fake(*args, **kwargs):
-        seen.append(pyspark_utils._enable_debugging_cache)
+        seen.append(pyspark_utils.is_debugging_enabled())
         raise RuntimeError("stop here")
 
     monkeypatch.setattr(replay, "_replay", fake)

@@ -110,6 +110,7 @@ class Probe:
         from lipspark.capture.builder import GraphBuilder, InvocationBuilder
         from lipspark.capture.layout import Layout
         from lipspark.frame import AnnotatedFrame
+        from lipspark.session import without_call_sites
         from lipspark.tracker import Tracker
         from lipspark.vocabulary.columns import bag_col, factor, value_col
 
@@ -127,7 +128,8 @@ class Probe:
                 cols += [F.lit(0).cast("long").alias(value_col(c)) for c in p.values]
                 cols += [F.array().cast("array<bigint>").alias(bag_col(b)) for b in p.bags]
                 frames[rname] = AnnotatedFrame(tracker, empty.select(*cols), Layout(1, p.values, p.bags))
-            result = module.logic(**frames)
+            with without_call_sites():  # planning only: no Python call sites for Spark's error context
+                result = module.logic(**frames)
             out = {}
             for rname in written:
                 frame = result.get(rname) if isinstance(result, dict) else None
