@@ -181,7 +181,9 @@ def _call_sites_switch() -> bool:
     with _CALL_SITES_LOCK:
         if not _CALL_SITES_SWITCH:
             try:
-                from pyspark.errors import utils as pyspark_utils
+                import pyspark.errors.utils as pyspark_utils_module
+
+                pyspark_utils: Any = pyspark_utils_module
             except ImportError:  # pragma: no cover - pyspark is a dependency
                 pyspark_utils = None
             original = getattr(pyspark_utils, "is_debugging_enabled", None)
