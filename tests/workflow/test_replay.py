@@ -311,4 +311,3 @@ def test_a_replay_of_a_module_that_is_not_deterministic_fails_and_leaves_nothing
             assert not target.exists()
             return
     pytest.fail("eight replays of a module filtering by a random parity all agreed with the run")
-
