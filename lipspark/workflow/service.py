@@ -458,7 +458,7 @@ class _Preparer(threading.Thread):
     (:func:`~lipspark.session.session_like`: the run's module code never sees a probe's
     temporary view), and a block is read from files the run has committed, so the run's jobs and
     data are untouched. The work shares the cores with the run (the car dealership's 10
-    executions: 1.12× the run without it), and the service, once the run ends, finds nothing
+    executions: 1.07× the run without it), and the service, once the run ends, finds nothing
     left to prepare instead of the whole store (docs/benchmarks.md, "The first query right after
     a deferred run").
 
