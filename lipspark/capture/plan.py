@@ -285,7 +285,9 @@ class AggregateItem:
     ``arguments`` that of each, ``literal`` whether the argument is a constant (``count(*)``),
     ``references`` the input columns the arguments read, ``ignore_nulls`` the option of
     ``first``/``last``, ``sql`` the aggregate's own SQL text, and ``opaque`` what makes the
-    argument impossible to re-read as SQL text (a Python UDF, a lambda), else ``None``.
+    argument impossible to re-read as SQL text (a Python UDF, a lambda), else ``None``. An
+    expression that is arithmetic over its aggregates and literals has a ``formula``
+    (:func:`formula`), else ``None``.
     """
 
     name: str
@@ -302,6 +304,7 @@ class AggregateItem:
     ignore_nulls: bool = False
     sql: str | None = None
     parts: tuple["AggregateItem", ...] = ()
+    formula: Any = None
 
     @property
     def is_expression(self) -> bool:
@@ -372,6 +375,68 @@ def _aggregates_in(tree: "_Node", jexpr: Any) -> list[tuple["_Node", Any]]:
     return out
 
 
+#: Casts a formula passes through: to a floating-point or decimal type (not to an integer,
+#: which truncates).
+_NUMERIC_CASTS = ("double", "float")
+_INTEGRAL = ("integer", "long", "short", "byte")
+
+
+def formula(tree: "_Node", parts: list["_Node"], jexpr: Any = None) -> Any:
+    """An expression over aggregates as a formula, if it is one: nested tuples ``("add", a, b)``,
+    ``("sub", a, b)``, ``("mul", a, b)``, ``("div", a, b)``, ``("neg", a)``, ``("lit", number)``
+    and ``("agg", k)``, the aggregate ``parts[k]`` (the same node object); ``None`` when it
+    computes anything else (``round``, a ``CASE``, a cast that may truncate). A cast to an
+    integer type is one only when what it casts is an integer (its type read from ``jexpr``,
+    the expression's JVM node, walked in step: without it, such a cast is no formula).
+
+    >>> agg = _Node("AggregateExpression", {}, [])
+    >>> lit = _Node("Literal", {"value": "100.0", "dataType": "double"}, [])
+    >>> formula(_Node("Divide", {}, [_Node("Multiply", {}, [agg, lit]), agg]), [agg])
+    ('div', ('mul', ('agg', 0), ('lit', 100.0)), ('agg', 0))
+    >>> formula(_Node("Round", {}, [agg, lit]), [agg]) is None
+    True
+    """
+    binary = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div"}
+
+    def kids(j: Any) -> list[Any]:
+        return _seq(j.children()) if j is not None else []
+
+    def walk(n: "_Node", j: Any) -> Any:
+        jk = kids(j) if n.children and (n.cls in binary or n.cls in ("UnaryMinus", "Cast")) else []
+        jk = jk if len(jk) == len(n.children) else [None] * len(n.children)
+        if n.cls == "AggregateExpression":
+            at = [k for k, p in enumerate(parts) if p is n]
+            return ("agg", at[0]) if at else None
+        if n.cls in binary and len(n.children) == 2:
+            a, b = walk(n.children[0], jk[0]), walk(n.children[1], jk[1])
+            return None if a is None or b is None else (binary[n.cls], a, b)
+        if n.cls == "UnaryMinus" and len(n.children) == 1:
+            a = walk(n.children[0], jk[0])
+            return None if a is None else ("neg", a)
+        if n.cls == "Cast" and len(n.children) == 1:
+            to = str(n.fields.get("dataType", ""))
+            whole = to in _INTEGRAL and jk[0] is not None and str(jk[0].dataType().typeName()) in _INTEGRAL
+            return walk(n.children[0], jk[0]) if to in _NUMERIC_CASTS or to.startswith("decimal") or whole else None
+        if n.cls == "Literal" and not n.children:
+            return _literal(n.fields.get("value"), str(n.fields.get("dataType", "")))
+        return None
+
+    return walk(tree, jexpr)
+
+
+def _literal(text: Any, dtype: str) -> Any:
+    if text is None:
+        return ("lit", None)
+    try:
+        if dtype in _INTEGRAL:
+            return ("lit", int(text))
+        if dtype in _NUMERIC_CASTS or dtype.startswith("decimal"):
+            return ("lit", float(text))
+    except (TypeError, ValueError):
+        return None
+    return None
+
+
 def read_aggregate(aggregated: DataFrame) -> list[AggregateItem] | None:
     """Describe the output columns of an aggregation, or ``None`` if it is not one."""
     top = analyzed(aggregated)
@@ -395,7 +460,8 @@ def read_aggregate(aggregated: DataFrame) -> list[AggregateItem] | None:
             found = _aggregates_in(inner, jinner()) if any(n.cls == "AggregateExpression" for n in inner.walk()) else []
             parts = tuple(_aggregate_item(name, node, (lambda j=j: j)) for node, j in found)
             out.append(AggregateItem(name, "Expression:" + ",".join(sorted({n.cls for n in inner.walk()})),
-                                     references=references(inner), parts=parts))
+                                     references=references(inner), parts=parts,
+                                     formula=formula(inner, [node for node, _ in found], jinner()) if found else None))
     return out
 
 

@@ -63,13 +63,16 @@ LPS_PREFIX = "lps"
 #: Default refusal threshold of :func:`write_prov` (PROV documents are built in memory).
 MAX_NODES = 200_000
 #: The ``lps:operation`` values: the semiring operation a node applies to its children.
-OPERATIONS = ("token", "times", "plus", "delta", "tensor", "aggregate", "black_box", "constant", "condition", "monus")
+OPERATIONS = ("token", "times", "plus", "delta", "tensor", "aggregate", "black_box", "constant", "condition", "monus",
+              "add", "multiply", "negate", "inverse", "positive", "zero", "and", "or", "not")
 
 #: The operation of each node operator; invocations and zoomed-out modules are activities (None).
 _OPERATION: dict[Op, str | None] = {
     Op.TOKEN: "token", Op.INVOCATION: None, Op.ZOOM: None, Op.TIMES: "times", Op.PLUS: "plus", Op.DELTA: "delta",
     Op.BLACK_BOX: "black_box", Op.INPUT: "times", Op.STATE: "times", Op.OUTPUT: "times", Op.TENSOR: "tensor",
     Op.CONSTANT: "constant", Op.CONDITION: "condition", Op.MONUS: "monus", **{o: "aggregate" for o in AGGREGATE_OPS},
+    Op.ADD: "add", Op.MULTIPLY: "multiply", Op.NEGATE: "negate", Op.INVERSE: "inverse",
+    Op.POSITIVE: "positive", Op.ZERO: "zero", Op.AND: "and", Op.OR: "or", Op.NOT: "not",
 }
 _OPERATION_BY_CODE = np.array([None] + [_OPERATION[Op(c)] for c in range(1, max(Op) + 1)], dtype=object)
 _ACTIVITY = (int(Op.INVOCATION), int(Op.ZOOM))
@@ -84,7 +87,9 @@ def operations(graph: GraphIndex, positions: np.ndarray | None = None) -> list[s
     are ``times``; PLUS ``plus``; DELTA ``delta``; BLACK_BOX (a relation- or value-level UDF,
     whatever it is called) ``black_box``; TENSOR ``tensor``; COUNT … AVG ``aggregate``;
     TOKEN ``token``; CONSTANT ``constant``; CONDITION (a filter, join or grouping over values)
-    ``condition``.
+    ``condition``; MONUS ``monus``; the arithmetic of a formula over aggregates ``add``,
+    ``multiply``, ``negate``, ``inverse``; a filter's per-row tests ``positive``, ``zero``,
+    ``and``, ``or``, ``not``.
 
     >>> import pandas as pd
     >>> g = GraphIndex.build(pd.DataFrame({"id": [1, 2, 3, 4, 5], "kind": ["p", "v", "v", "v", "v"],

@@ -51,6 +51,7 @@ from lipspark.vocabulary import (
     RowNodeSegment,
     Segment,
     aggregate,
+    arithmetic,
 )
 from lipspark.store.manifest import checked_path, local_path
 from lipspark.vocabulary.tokens import token_labels
@@ -367,6 +368,27 @@ def _black_box_nodes(s: GroupSegment, j: int, spec: AggregateSpec, m: pd.DataFra
                                  _edges(src, aggregate_ids(g[at], j))])
 
 
+def _formula_nodes(s: GroupSegment, j: int, spec: AggregateSpec, groups: np.ndarray,
+                   values: Mapping[int, Mapping[str, Any]], per_group: list[list[Any]]) -> Nodes:
+    """A formula's node over aggregates (:class:`~lipspark.vocabulary.AggregateSpec`): per group
+    an arithmetic v-node with an edge from each input's v-node (and, for the formula's root,
+    from the group's node), or a CONSTANT v-node. The root is valued as Spark computed it, the
+    others from their inputs' values (:func:`~lipspark.vocabulary.arithmetic`)."""
+    ids = aggregate_ids(groups, j)
+    if spec.op is Op.CONSTANT:
+        return _nodes(ids, "v", Op.CONSTANT, spec.label or _fmt(spec.constant), s.seg, [spec.constant] * len(groups)), _edges([], [])
+    if any(i >= j for i in spec.inputs):
+        raise StoreError(f"formula node {spec.column!r} of segment {s.seg} reads aggregates {list(spec.inputs)}, not all "
+                         "before it; the graph is corrupt")
+    if spec.value:
+        computed = [values.get(int(gid), {}).get(spec.value) for gid in groups.tolist()]
+    else:
+        computed = [arithmetic(spec.op, [per_group[i][n] for i in spec.inputs]) for n in range(len(groups))]
+    kids = [aggregate_ids(groups, i) for i in spec.inputs] + ([groups] if spec.value else [])
+    return (_nodes(ids, "v", spec.op, spec.label or spec.op.label, s.seg, computed),
+            concat_frames([_edges(k, ids) for k in kids]))
+
+
 def json_value(text: Any) -> Any:
     """A value stored as JSON by capture: ``{"v": value}`` (Spark's ``to_json`` leaves a null
     out: ``{}``), or for a floating-point value ``{"d": "<Spark's text of it>"}``, which keeps
@@ -405,15 +427,19 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
     else:
         node_parts = [_nodes(groups, "p", s.op, s.label, s.seg)]
         edge_parts = [_edges(m["m"].to_numpy(dtype="int64"), m["g"].to_numpy(dtype="int64"))]  # member -> group, one per row
-    if any(a.black_box for a in s.aggregates) and "values" not in tables:
-        raise StoreError(f"group segment {s.seg} has black-box aggregates but no values table; the graph is corrupt")
+    if any(a.black_box or a.value for a in s.aggregates) and "values" not in tables:
+        raise StoreError(f"group segment {s.seg} has black-box aggregates or formulas but no values table; the graph is corrupt")
     values = _values(tables.get("values"))
     parts = [_member_products(s, m)]
+    per_group: list[list[Any]] = []  # each aggregate's value per group (in the order of `groups`): a formula's inputs
     for j, spec in enumerate(s.aggregates):
-        if spec.black_box:
+        if spec.op.is_arithmetic or spec.op is Op.CONSTANT:
+            parts.append(_formula_nodes(s, j, spec, groups, values, per_group))
+        elif spec.black_box:
             parts.append(_black_box_nodes(s, j, spec, m, groups, values))
         else:
             parts.append(_aggregate_nodes(s, j, spec, m, groups))
+        per_group.append(parts[-1][0]["value"].iloc[: len(groups)].tolist())  # its v-nodes come first, one per group
     for n, e in parts:
         node_parts.append(n)
         edge_parts.append(e)
@@ -424,10 +450,14 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
 
 
 def _rownode(s: RowNodeSegment, tables: Tables) -> Nodes:
-    """Value-level black-box v-nodes, one per distinct id, with their children's edges."""
+    """Nodes made per row (value-level black boxes, conditions, the nodes of a filter's condition
+    over values and the · of the rows it kept), one per distinct id, with their children's edges."""
     df = tables["nodes"].to_pandas().drop_duplicates("id").sort_values("id", kind="stable")
     values = [json_value(v) for v in df["value"]]  # {"v": ...}; Spark's to_json leaves a null out: {}
-    nodes = _nodes(df["id"].to_numpy(), "v", s.op, s.label, s.seg, values)
+    if s.op is Op.CONSTANT:  # a constant's label is its value
+        nodes = _nodes(df["id"].to_numpy(), s.node_kind, s.op, [_fmt(v) for v in values], s.seg, values)
+    else:
+        nodes = _nodes(df["id"].to_numpy(), s.node_kind, s.op, s.label, s.seg, values if s.node_kind == "v" else None)
     src, dst = [], []
     for nid, kids in zip(df["id"].tolist(), df["children"]):
         for c in kids if kids is not None else []:

@@ -18,7 +18,9 @@ per node, so shared sub-graphs stay shared sub-expressions (a DAG); expand it on
 * a CONSTANT v-node is its value; an INPUT/STATE/OUTPUT v-node passes the expression of the
   value it carries across the boundary through; a BLACK_BOX v-node (a value-level UDF) is a black
   box of the p-nodes it depends on (a black-box aggregate, ``stddev(R:1, R:2)``: of the group's
-  members; an expression over aggregates: of the group's δ).
+  members; an expression over aggregates: of the group's δ); the root of a formula over
+  aggregates (ADD … INVERSE) likewise, a black box of its group's δ named by its column (its
+  value is what a what-if recomputes), and its inner nodes their values.
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex
@@ -67,6 +69,7 @@ _PRODUCTS = frozenset(int(o) for o in (Op.TIMES, Op.INPUT, Op.STATE, Op.OUTPUT))
 _BOUNDARY = frozenset(int(o) for o in Op if o.carries_value)
 _BLACK_BOXES = frozenset(int(o) for o in (Op.BLACK_BOX, Op.ZOOM))
 _AGGREGATES = frozenset(int(o) for o in Op if o.is_aggregate)
+_ARITHMETIC = frozenset(int(o) for o in Op if o.is_arithmetic)
 
 
 class Tensor(NamedTuple):
@@ -139,6 +142,10 @@ def _v_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, kids: list[int], 
     if op in _BOUNDARY:  # a value carried across a module boundary: the value's own expression
         vk = [c for c in kids if g.is_v[c]]
         return memo[vk[0]] if vk else shown.value[pos]
+    if op in _ARITHMETIC:  # a formula over aggregates: its root stands for its group (as a black box
+        # of the group's δ, named by its column); its inner nodes are their values
+        ps = [memo[c] for c in kids if not g.is_v[c]]
+        return black_box(str(shown.label[pos]), *sorted(ps, key=key)) if ps else shown.value[pos]
     if op == int(Op.BLACK_BOX):
         if not kids:
             return shown.value[pos]

@@ -84,6 +84,10 @@ def _read_edges(t: pa.Table, a: AggregateSpec, rows: np.ndarray) -> int:
 def _aggregate(t: pa.Table, a: AggregateSpec, groups: int) -> tuple[int, int]:
     """The nodes and edges of one aggregate of a group segment with members ``t`` (see
     :func:`lipspark.graph.expand._group`)."""
+    if a.op is Op.CONSTANT:  # a formula's literal: a v-node per group
+        return groups, 0
+    if a.op.is_arithmetic:  # a formula's node: from its inputs (and the root from the group's node)
+        return groups, groups * (len(a.inputs) + (1 if a.value else 0))
     if a.black_box:
         if a.inputs:  # an expression over aggregates: from the group's node and those aggregates
             return groups, groups * (1 + len(a.inputs))
@@ -111,7 +115,7 @@ def _group(s: GroupSegment, reader: TableReader, tables: dict[str, Any]) -> tupl
     if members is None:  # no rows: only a keyless aggregate's group and its values
         if s.group is None:
             return 0, 0
-        return 1 + len(s.aggregates), sum(1 + len(a.inputs) for a in s.aggregates if a.inputs)
+        return 1 + len(s.aggregates), sum(len(a.inputs) + (1 if a.black_box or a.value else 0) for a in s.aggregates if a.inputs)
     needed = {"g", "m", *fcols, *(f"x{a.arg}" for a in s.aggregates if a.arg is not None)}
     needed |= {c for a in s.aggregates for c in (a.vnode, a.distinct, *a.reads) if c is not None}
     t = members.select([c for c in members.column_names if c in needed])

@@ -13,7 +13,8 @@ descendants of the deleted nodes, a frontier at a time.
 Then the aggregate v-nodes that survive but lost ⊗ children (Count, Sum, Min, Max, Avg) are
 recomputed over their surviving ⊗ children with :func:`lipspark.vocabulary.aggregate` (Example
 4.3), and the change flows on through the value nodes that carry a value across a module
-boundary (INPUT/STATE/OUTPUT v-nodes) and through aggregates over them; a black box whose input
+boundary (INPUT/STATE/OUTPUT v-nodes), through formulas over aggregates (ADD, MULTIPLY, NEGATE,
+INVERSE: :func:`lipspark.vocabulary.arithmetic`) and through aggregates over them; a black box whose input
 value changed cannot be recomputed here and is reported as unknown, and so is a CONDITION (a
 filter, join or grouping over values, :mod:`lipspark.capture.rules.condition`) when a value it
 read changed: the rows it decided may differ, and :attr:`DeletionResult.exact` is then false.
@@ -47,7 +48,8 @@ import numpy as np
 
 from lipspark.graph.index import GraphIndex
 from lipspark.graph.view import change
-from lipspark.vocabulary import UNKNOWN, Op, aggregate
+from lipspark.vocabulary import UNKNOWN, Op, aggregate, arithmetic
+from lipspark.vocabulary.ops import BOOLEAN_OPS
 from lipspark.vocabulary.ids import SUBTRAHEND, aggregate_ids, monus_part_ids
 
 __all__ = ["delete", "DeletionResult", "ValueChange", "Appearance", "propagate", "appearing", "recompute", "UNKNOWN"]
@@ -59,6 +61,8 @@ _AGGREGATE = np.zeros(max(Op) + 1, dtype=bool)
 _AGGREGATE[[int(o) for o in Op if o.is_aggregate]] = True
 #: v-nodes that carry their one v-child's value (module boundaries, a new state row's value)
 _BOUNDARY = frozenset(int(o) for o in Op if o.carries_value)
+_ARITHMETIC = frozenset(int(o) for o in Op if o.is_arithmetic)
+_BOOLEAN = frozenset(int(o) for o in BOOLEAN_OPS)
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,7 @@ class ValueChange:
     label: str
     before: Any
     after: Any
+    node_op: int = field(default=0, compare=False, repr=False)  # the node's operator code
 
 
 @dataclass(frozen=True)
@@ -100,19 +105,26 @@ class DeletionResult:
     removed_output_positions: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64), repr=False)
     #: rows that appear (see :class:`Appearance`), by node id
     appeared: list[Appearance] = field(default_factory=list)
+    #: the conditions (by node id) of rows a filter over values dropped that the deletion makes pass
+    passed: list[int] = field(default_factory=list)
 
     @property
     def exact(self) -> bool:
         """Whether the what-if is what a re-run gives: no value became unknown (a black box
         or a condition over a changed value) and no row appeared (what the operations after an
-        outer join, anti join or set difference do with a row it adds is not in the graph)."""
-        return not self.appeared and not any(c.after is UNKNOWN for c in self.values)
+        outer join, anti join or set difference do with a row it adds is not in the graph;
+        nor after a filter over values, with a row it dropped and would now keep)."""
+        return not self.appeared and not self.passed and not any(c.after is UNKNOWN for c in self.values)
 
     @property
     def conditions(self) -> list[ValueChange]:
-        """The filters, joins and groupings over values that read a changed value: the rows
-        they kept or dropped may differ from a re-run's."""
-        return [c for c in self.values if int(self.graph.op[self.graph.position(c.node)]) == int(Op.CONDITION)]
+        """The filters, joins and groupings over values whose outcome the what-if cannot decide,
+        so the rows they kept or dropped may differ from a re-run's: CONDITION nodes that read a
+        changed value, a filter's per-row tests that became unknown, and the tests of rows it
+        dropped that now pass (:attr:`passed`)."""
+        passed = set(self.passed)
+        return [c for c in self.values if c.node_op == int(Op.CONDITION) or c.node in passed
+                or (c.node_op in _BOOLEAN and c.after is UNKNOWN)]
 
     @property
     def view(self) -> GraphIndex:
@@ -249,6 +261,11 @@ def _what_if(g: GraphIndex, removed: np.ndarray, known: dict[int, Any] | None = 
             if not vk or vk[0] not in changed:
                 continue
             new = changed[vk[0]]
+        elif op in _ARITHMETIC:  # a formula over values: recomputed when one of its inputs changed
+            vk = [k for k in kids if g.is_v[k]]
+            if not any(k in changed for k in vk):
+                continue
+            new = arithmetic(Op(op), [changed.get(k, g.value_at(k)) for k in vk])
         elif op == int(Op.CONDITION):  # a filter/join/grouping over values: did one it read change?
             if not any(k in changed for k in kids):
                 continue
@@ -260,8 +277,44 @@ def _what_if(g: GraphIndex, removed: np.ndarray, known: dict[int, Any] | None = 
         before = g.value_at(pos)  # in a view after an earlier delete: its what-if value
         if (before is not UNKNOWN or new is not UNKNOWN) and (new is UNKNOWN or not _same(before, new)):
             changed[pos] = new
-            out.append(ValueChange(int(g.ids[pos]), g.label(pos), before, new))
+            out.append(ValueChange(int(g.ids[pos]), g.label(pos), before, new, op))
     return sorted(out, key=lambda c: c.node)  # listed by node id (the order of positions depends on the blocks)
+
+
+def _filters(g: GraphIndex, seeds: np.ndarray, removed: np.ndarray, changes: list[ValueChange],
+             known: dict[int, Any] | None) -> tuple[np.ndarray, list[ValueChange], list[int]]:
+    """Filters over values (:mod:`lipspark.capture.rules.guard`): a kept row whose condition is no
+    longer true goes — its · over the condition is deleted too, and the deletion propagates
+    again (its aggregates recompute) until no more rows go. Returns the removed mask, the value
+    changes, and the conditions of dropped rows that now pass (the rows would appear: not
+    exact). A row removed on the way whose condition is true again in the end makes the
+    what-if not exact as well (reported as its condition's value unknown)."""
+    extra: set[int] = set()
+    for _ in range(len(g) + 1):
+        failed = [c for c in changes if c.node_op in _BOOLEAN and c.before is True and c.after is not True and c.after is not UNKNOWN]
+        if not failed:
+            break
+        pos = g.positions([c.node for c in failed])
+        ups = g.gather_parents(pos)
+        ups = ups[~np.asarray(g.is_v[ups], dtype=bool)] if len(ups) else ups
+        new = {int(u) for u in ups.tolist()} - extra
+        if not new:
+            break
+        extra |= new
+        removed = propagate(g, np.union1d(seeds, np.fromiter(extra, dtype=np.int64)))
+        changes = _what_if(g, removed, known)
+    if extra:  # a row removed for a condition that is true again in the end: not a prediction
+        again = {c.node for c in changes if c.node_op in _BOOLEAN and c.after is True}
+        kids = {int(g.ids[k]) for u in extra for k in g.children(u).tolist()}
+        changes = [ValueChange(c.node, c.label, c.before, UNKNOWN, c.node_op) if c.node in kids & again else c for c in changes]
+    roots = [c for c in changes if c.node_op in _BOOLEAN and c.before is not True and c.after is True]
+    passed = []
+    if roots:
+        pos = g.positions([c.node for c in roots])
+        for c, p in zip(roots, pos.tolist()):
+            if not len(g.parents(p)):  # a dropped row's condition (a kept row's has its ·, an inner test its test)
+                passed.append(c.node)
+    return removed, changes, passed
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -280,8 +333,12 @@ def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True, known: d
     and (``values=True``) the recomputed aggregate values; ``known``: v-node id → the value it
     takes after the deletion, where a re-run said it (:mod:`lipspark.query.recompute`).
     """
-    removed = propagate(g, g.positions(nodes))
+    seeds = g.positions(nodes)
+    removed = propagate(g, seeds)
     changes = _what_if(g, removed, known) if values else []
+    passed: list[int] = []
+    if values and changes:
+        removed, changes, passed = _filters(g, seeds, removed, changes, known)
     shown = appearing(g, removed)
     rows = g.column("tuple", shown).tolist() if len(shown) else []
     copies = g.column("value", shown).tolist() if len(shown) else []
@@ -300,4 +357,5 @@ def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True, known: d
         surviving_output_positions=survivors,
         removed_output_positions=lost,
         appeared=appeared,
+        passed=passed,
     )

@@ -653,9 +653,8 @@ class Session:
                 if missing:
                     raise QueryError(f"cannot zoom in: an earlier delete removed zoomed-out node(s) {missing}; use reset and zoom first")
                 r = delete(view, arg)
-                at = view.lookup(np.array([c.node for c in r.values], dtype=np.int64))
-                at = at[at >= 0]
-                conditions = at[np.asarray(view.op)[at] == Op.CONDITION]
+                at = view.lookup(np.array([c.node for c in r.conditions], dtype=np.int64))
+                conditions = at[at >= 0]
                 appeared = view.lookup(np.array([a.node for a in r.appeared], dtype=np.int64))
                 inexact = _first_inexact(inexact, view.column("execution", conditions).tolist()
                                          + view.column("execution", appeared[appeared >= 0]).tolist() + [None] * int((appeared < 0).sum()))

@@ -9,8 +9,8 @@ called).
 """
 from __future__ import annotations
 
-from lipspark.vocabulary.aggregates import SPARK_AGGREGATES, UNKNOWN, aggregate, aggregate_op, is_null
-from lipspark.vocabulary.ops import AGGREGATE_OPS, BOUNDARY_OPS, Op
+from lipspark.vocabulary.aggregates import SPARK_AGGREGATES, UNKNOWN, aggregate, aggregate_op, arithmetic, is_null
+from lipspark.vocabulary.ops import AGGREGATE_OPS, ARITHMETIC_OPS, BOUNDARY_OPS, Op
 from lipspark.vocabulary.segments import (
     BASE_ID,
     BOUNDARY_ROLES,
@@ -31,7 +31,7 @@ from lipspark.vocabulary.segments import (
 )
 
 __all__ = [
-    "Op", "AGGREGATE_OPS", "BOUNDARY_OPS", "aggregate", "aggregate_op", "is_null", "SPARK_AGGREGATES", "UNKNOWN",
+    "Op", "AGGREGATE_OPS", "ARITHMETIC_OPS", "BOUNDARY_OPS", "aggregate", "aggregate_op", "arithmetic", "is_null", "SPARK_AGGREGATES", "UNKNOWN",
     "FORMAT_VERSION", "AGGREGATES_VERSION", "BOUNDARY_ROLES", "BASE_ID", "FileRef", "PScheme", "RelationDescriptor", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
     "MonusSegment",

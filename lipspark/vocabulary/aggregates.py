@@ -21,6 +21,16 @@ deletion propagation (the what-if value) and the semirings (``Σ kᵢ ⊗ vᵢ``
 >>> from decimal import Decimal
 >>> aggregate("Avg", [Decimal("0.04"), Decimal("0.05"), Decimal("0.05")])
 Decimal('0.046667')
+
+:func:`arithmetic` is what a formula over aggregates computes (``100 · Σa / Σb``), for the
+same readers: null in, null out; one over zero is null (Spark's ``try_divide``); a float
+makes the whole computation float, otherwise decimals stay exact; and what a filter's condition
+over values computes per row: ``x > 0``, ``x = 0`` and SQL's three-valued AND, OR, NOT.
+
+>>> arithmetic(Op.MULTIPLY, [Decimal("2.5"), 4]), arithmetic(Op.INVERSE, [0]), arithmetic(Op.ADD, [1.5, None])
+(Decimal('10.0'), None, None)
+>>> arithmetic(Op.POSITIVE, [Decimal("0.5")]), arithmetic(Op.AND, [True, None]), arithmetic(Op.OR, [None, True])
+(True, None, True)
 """
 from __future__ import annotations
 
@@ -31,7 +41,7 @@ from typing import Any, Sequence
 from lipspark.errors import LipsparkError
 from lipspark.vocabulary.ops import AGGREGATE_OPS, Op
 
-__all__ = ["aggregate", "aggregate_op", "is_null", "SPARK_AGGREGATES"]
+__all__ = ["aggregate", "aggregate_op", "arithmetic", "is_null", "SPARK_AGGREGATES"]
 
 #: Spark's aggregate function classes the rewrite supports, and their operator.
 SPARK_AGGREGATES = {"Count": Op.COUNT, "Sum": Op.SUM, "Min": Op.MIN, "Max": Op.MAX, "Average": Op.AVG}
@@ -92,6 +102,60 @@ def _decimal_avg(present: list[tuple[Any, int]]) -> decimal.Decimal:
     total = sum((v * w for v, w in present), decimal.Decimal(0))
     mean = _EXACT.divide(total, decimal.Decimal(sum(w for _, w in present)))
     return mean.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP, context=_EXACT)
+
+
+def arithmetic(op: "Op | str", values: Sequence[Any]) -> Any:
+    """The value of an arithmetic node (:attr:`Op.is_arithmetic`) over its children's values:
+    their sum (ADD) or product (MULTIPLY), or minus (NEGATE) or one over (INVERSE) its one value.
+    :data:`UNKNOWN` in, unknown out; a null in, null out."""
+    found = Op.parse(op)
+    if not found.is_arithmetic:
+        raise LipsparkError(f"expected a formula operator (add, multiply, negate, inverse, positive, zero, and, or, not), found {op!r}")
+    if found in (Op.NEGATE, Op.INVERSE, Op.POSITIVE, Op.ZERO, Op.NOT) and len(values) != 1:
+        raise LipsparkError(f"{found.name.lower()} takes one value, found {len(values)}")
+    if found in (Op.AND, Op.OR):
+        return _logic(found is Op.AND, values)
+    if any(v is UNKNOWN for v in values):
+        return UNKNOWN
+    if any(is_null(v) for v in values):
+        return None
+    vals = list(values)
+    if any(isinstance(v, float) for v in vals):
+        vals = [float(v) for v in vals]
+    if found is Op.ADD:
+        return sum(vals[1:], vals[0]) if vals else 0
+    if found is Op.MULTIPLY:
+        out = vals[0] if vals else 1
+        for v in vals[1:]:
+            out = out * v
+        return out
+    if found is Op.NEGATE:
+        return -vals[0]
+    if found is Op.NOT:
+        return not vals[0]
+    if found in (Op.POSITIVE, Op.ZERO):  # a comparison: NaN compares as Spark orders it, which this does not
+        if _is_nan(vals[0]):
+            return UNKNOWN
+        return bool(vals[0] > 0) if found is Op.POSITIVE else bool(vals[0] == 0)
+    v = vals[0]
+    if v == 0:
+        return None
+    if isinstance(v, decimal.Decimal):
+        return _EXACT.divide(decimal.Decimal(1), v)
+    return 1 / v if isinstance(v, float) else 1.0 / v
+
+
+def _logic(conjunction: bool, values: Sequence[Any]) -> Any:
+    """SQL's three-valued AND (OR): false (true) if one is, else unknown if one is, else null
+    if one is, else true (false)."""
+    decisive = not conjunction
+    if any(v is not UNKNOWN and not is_null(v) and bool(v) is decisive for v in values):
+        return decisive
+    if any(v is UNKNOWN for v in values):
+        return UNKNOWN
+    if any(is_null(v) for v in values):
+        return None
+    return not decisive
 
 
 class _Unknown:

@@ -25,6 +25,17 @@ CONDITION      v     a filter, join or grouping whose decision read values (HAVI
 MONUS          p     ⊖ : a ⊖ b, the m-semiring difference (Geerts and Poggi 2010): a row
                      kept because another has no partner (outer and anti joins, set
                      difference); its right side is the child :func:`~lipspark.vocabulary.ids.monus_part_ids` names
+ADD            v     arithmetic over values (an expression over aggregates, ``100 · Σa / Σb``):
+MULTIPLY       v     the sum or product of its v-children (both commute, so the order of
+NEGATE         v     edges does not matter), minus or one over its one v-child; a what-if
+INVERSE        v     recomputes them (:func:`~lipspark.vocabulary.arithmetic`). A formula's
+                     literals are CONSTANT children; its root also has its group's node as
+                     a p-child. They need all of their children (conjunctive)
+POSITIVE       v     a filter's condition over values, per row (``total > threshold`` is
+ZERO           v     POSITIVE(total + (−threshold))): whether its one child is > 0 (POSITIVE)
+AND, OR, NOT   v     or = 0 (ZERO), and SQL's three-valued AND, OR, NOT over such tests; a
+                     kept row's · p-node has the condition as a child, and a what-if that
+                     makes it false removes the row (:mod:`lipspark.capture.rules.guard`)
 =============  ====  =====================================================================
 
 >>> Op.DELTA.label, Op.parse("delta") is Op.DELTA, Op.parse("δ") is Op.DELTA
@@ -33,6 +44,8 @@ MONUS          p     ⊖ : a ⊖ b, the m-semiring difference (Geerts and Poggi 
 (True, True, False)
 >>> Op.parse("⊖") is Op.MONUS, Op.MONUS.label, Op.MONUS.conjunctive
 (True, '⊖', False)
+>>> Op.parse("multiply").label, Op.INVERSE.is_arithmetic, Op.ADD.conjunctive
+('×', True, True)
 """
 from __future__ import annotations
 
@@ -40,7 +53,7 @@ from enum import IntEnum
 
 from lipspark.errors import LipsparkError
 
-__all__ = ["Op", "AGGREGATE_OPS", "BOUNDARY_OPS"]
+__all__ = ["Op", "AGGREGATE_OPS", "BOUNDARY_OPS", "ARITHMETIC_OPS", "BOOLEAN_OPS"]
 
 
 class Op(IntEnum):
@@ -65,6 +78,15 @@ class Op(IntEnum):
     CONSTANT = 17
     CONDITION = 18
     MONUS = 19
+    ADD = 20
+    MULTIPLY = 21
+    NEGATE = 22
+    INVERSE = 23
+    POSITIVE = 24
+    ZERO = 25
+    AND = 26
+    OR = 27
+    NOT = 28
 
     @property
     def label(self) -> str:
@@ -75,6 +97,12 @@ class Op(IntEnum):
     def is_aggregate(self) -> bool:
         """Count, Sum, Min, Max or Avg."""
         return self in AGGREGATE_OPS
+
+    @property
+    def is_arithmetic(self) -> bool:
+        """A formula's node over values: Add, Multiply, Negate, Inverse, or a condition's
+        Positive, Zero, And, Or, Not (:func:`~lipspark.vocabulary.arithmetic` computes them)."""
+        return self in ARITHMETIC_OPS
 
     @property
     def is_boundary(self) -> bool:
@@ -99,8 +127,9 @@ class Op(IntEnum):
     @property
     def conjunctive(self) -> bool:
         """Whether the node needs *all* of its children (·, ⊗ and the boundary nodes, which are
-        products with the invocation): Definition 4.2 removes it when it loses any one."""
-        return self in (Op.TIMES, Op.TENSOR, Op.INPUT, Op.STATE, Op.OUTPUT)
+        products with the invocation, and arithmetic over values): Definition 4.2 removes it when
+        it loses any one."""
+        return self in (Op.TIMES, Op.TENSOR, Op.INPUT, Op.STATE, Op.OUTPUT) or self in ARITHMETIC_OPS
 
     @classmethod
     def parse(cls, text: "str | int | Op") -> "Op":
@@ -126,12 +155,17 @@ class Op(IntEnum):
 
 AGGREGATE_OPS = frozenset({Op.COUNT, Op.SUM, Op.MIN, Op.MAX, Op.AVG})
 BOUNDARY_OPS = frozenset({Op.INPUT, Op.STATE, Op.OUTPUT})
+ARITHMETIC_OPS = frozenset({Op.ADD, Op.MULTIPLY, Op.NEGATE, Op.INVERSE, Op.POSITIVE, Op.ZERO, Op.AND, Op.OR, Op.NOT})
+#: The formula nodes whose value is a truth value (a condition's).
+BOOLEAN_OPS = frozenset({Op.POSITIVE, Op.ZERO, Op.AND, Op.OR, Op.NOT})
 
 _LABELS = {
     Op.TOKEN: "token", Op.INVOCATION: "invocation", Op.TIMES: "·", Op.PLUS: "+", Op.DELTA: "δ",
     Op.BLACK_BOX: "black box", Op.INPUT: "·", Op.STATE: "·", Op.OUTPUT: "·", Op.ZOOM: "zoom",
     Op.TENSOR: "⊗", Op.COUNT: "Count", Op.SUM: "Sum", Op.MIN: "Min", Op.MAX: "Max", Op.AVG: "Avg",
     Op.CONSTANT: "constant", Op.CONDITION: "condition", Op.MONUS: "⊖",
+    Op.ADD: "add", Op.MULTIPLY: "×", Op.NEGATE: "−", Op.INVERSE: "1/", Op.POSITIVE: "> 0", Op.ZERO: "= 0",
+    Op.AND: "and", Op.OR: "or", Op.NOT: "not",
 }
 _BY_TEXT = {o.name.lower(): o for o in Op}
 _BY_TEXT.update({"·": Op.TIMES, "+": Op.PLUS, "δ": Op.DELTA, "⊗": Op.TENSOR, "black_box": Op.BLACK_BOX, "⊖": Op.MONUS})

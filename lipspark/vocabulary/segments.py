@@ -40,7 +40,7 @@ from lipspark.errors import StoreError
 from lipspark.vocabulary.ops import Op
 
 __all__ = [
-    "FORMAT_VERSION", "AGGREGATES_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "fingerprint_json", "fingerprint_of", "Context", "AggregateSpec",
+    "FORMAT_VERSION", "AGGREGATES_VERSION", "ARITHMETIC_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "fingerprint_json", "fingerprint_of", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
     "MonusSegment", "BOUNDARY_ROLES", "P_SCHEMES", "BASE_ID",
 ]
@@ -55,8 +55,11 @@ FORMAT_VERSION = 2
 #: expressions over aggregates, and the group ``values`` table. A version-2 reader would read
 #: such a segment as ordinary aggregates, silently wrong, so capture writes 3 exactly then.
 AGGREGATES_VERSION = 3
+#: Version of a graph with a formula over aggregates (arithmetic v-nodes, constants: ``100 ·
+#: Σa / Σb``), which a version-3 reader would refuse node by node; capture writes 4 exactly then.
+ARITHMETIC_VERSION = 4
 #: The versions readers accept (version 1 graphs are read in their own layout); others are refused.
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
 #: Column of a combined table (version 2) holding the segment number of each row.
 SEG_COLUMN = "seg"
 #: A boundary segment's role: module input, state read, output, state written (the · node
@@ -280,6 +283,14 @@ class AggregateSpec:
     ``vnode``/``reads``) or, for an expression over aggregates, the group's node and the
     aggregates listed in ``inputs`` (indices into the segment's aggregates).
 
+    A *formula* over aggregates (``100 · sum(a) / sum(b)``) is a tree of such specs: an
+    arithmetic ``op`` (ADD, MULTIPLY, NEGATE, INVERSE) over the specs in ``inputs``, and CONSTANT
+    specs holding a literal in ``constant``. Its root shows in ``column``, valued as Spark
+    computed it (``value``, as for a black box); the other nodes are valued from their inputs
+    (:func:`~lipspark.vocabulary.arithmetic`), and a what-if recomputes them all.
+
+    >>> AggregateSpec.from_json(AggregateSpec(Op.CONSTANT, None, "", constant=0).to_json()).constant
+    0
     >>> AggregateSpec.from_json(AggregateSpec(Op.BLACK_BOX, None, "sd", label="stddev", value="y0").to_json()).label
     'stddev'
     """
@@ -294,6 +305,7 @@ class AggregateSpec:
     label: str | None = None
     value: str | None = None
     inputs: tuple[int, ...] = ()
+    constant: Any = None
 
     @property
     def black_box(self) -> bool:
@@ -303,27 +315,38 @@ class AggregateSpec:
     @property
     def version(self) -> int:
         """The graph format version a segment with this aggregate needs."""
+        if self.op.is_arithmetic or self.op is Op.CONSTANT:
+            return ARITHMETIC_VERSION
         if self.black_box or self.reads or self.distinct is not None or self.inputs:
             return AGGREGATES_VERSION
         return FORMAT_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"op": "black_box" if self.black_box else self.op.label, "arg": self.arg, "column": self.column}
+        named = self.black_box or self.op.is_arithmetic or self.op is Op.CONSTANT
+        out: dict[str, Any] = {"op": self.op.name.lower() if named else self.op.label, "arg": self.arg, "column": self.column}
         optional = {"vnode": self.vnode, "reads": list(self.reads), "argument": self.argument, "distinct": self.distinct,
                     "label": self.label, "value": self.value, "inputs": list(self.inputs)}
         out.update({k: v for k, v in optional.items() if v})
+        if self.op is Op.CONSTANT:
+            out["constant"] = self.constant
         return out
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> "AggregateSpec":
         op = Op.parse(str(_require(d, "op", "an aggregate")))
-        if not op.is_aggregate and op is not Op.BLACK_BOX:
-            raise StoreError(f"aggregate operator {d['op']!r} is not one of Count, Sum, Min, Max, Avg, black_box")
+        if not op.is_aggregate and not op.is_arithmetic and op not in (Op.BLACK_BOX, Op.CONSTANT):
+            raise StoreError(f"aggregate operator {d['op']!r} is not one of Count, Sum, Min, Max, Avg, black_box, "
+                             "add, multiply, negate, inverse, constant")
         if op is Op.BLACK_BOX and (not d.get("label") or not d.get("value")):
             raise StoreError(f"black-box aggregate {d.get('column')!r} lacks its label or value column; the graph is corrupt")
+        inputs = tuple(int(i) for i in d.get("inputs", ()))
+        if op.is_arithmetic and (not inputs or (op in (Op.NEGATE, Op.INVERSE) and len(inputs) != 1)):
+            raise StoreError(f"formula node {op.name.lower()} has inputs {list(inputs)}; the graph is corrupt")
+        if op is Op.CONSTANT and "constant" not in d:
+            raise StoreError(f"constant of formula {d.get('column')!r} lacks its value; the graph is corrupt")
         return cls(op, None if d.get("arg") is None else int(d["arg"]), str(d.get("column", "")), d.get("vnode"),
                    tuple(d.get("reads", ())), d.get("argument"), d.get("distinct"), d.get("label"), d.get("value"),
-                   tuple(int(i) for i in d.get("inputs", ())))
+                   inputs, d.get("constant"))
 
 
 @dataclass(frozen=True)
@@ -452,21 +475,34 @@ class GroupSegment(Segment):
 
 @dataclass(frozen=True)
 class RowNodeSegment(Segment):
-    """Value-level black-box v-nodes, one per row: table ``nodes`` with ``id``, ``children``
-    (the row's p-node, its argument v-nodes and bag members) and ``value`` (JSON)."""
+    """Nodes made per row, one per distinct id: table ``nodes`` with ``id``, ``children`` (for a
+    value-level black box the row's p-node, its argument v-nodes and bag members) and ``value``
+    (JSON). ``node_kind`` ``v`` (value-level black boxes, CONDITION nodes, the nodes of a
+    filter's condition over values) or, since version 4, ``p`` (the · a row kept by such a
+    filter gets over its condition, :mod:`lipspark.capture.rules.guard`)."""
 
     label: str = ""
     op: Op = Op.BLACK_BOX
+    node_kind: str = "v"
 
     kind: ClassVar[str] = "rownode"
     tables: ClassVar[tuple[str, ...]] = ("nodes",)
 
+    def __post_init__(self) -> None:
+        if self.node_kind not in ("p", "v"):
+            raise StoreError(f"a row-node segment's nodes are p or v, found {self.node_kind!r}")
+
+    @property
+    def version(self) -> int:
+        return ARITHMETIC_VERSION if self.node_kind == "p" or self.op.is_arithmetic or self.op is Op.CONSTANT else FORMAT_VERSION
+
     def _meta(self) -> dict[str, Any]:
-        return {"op": self.op.name.lower(), "label": self.label, "kind": "v"}
+        return {"op": self.op.name.lower(), "label": self.label, "kind": self.node_kind}
 
     @classmethod
     def _from_meta(cls, seg: int, context: Context, meta: Mapping[str, Any]) -> "RowNodeSegment":
-        return cls(seg, context, str(_require(meta, "label", "a row-node segment")), Op.parse(meta.get("op", "black_box")))
+        return cls(seg, context, str(_require(meta, "label", "a row-node segment")), Op.parse(meta.get("op", "black_box")),
+                   str(meta.get("kind", "v")))
 
 
 @dataclass(frozen=True)

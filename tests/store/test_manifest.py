@@ -154,9 +154,32 @@ def test_a_missing_shared_table_or_another_version_is_refused(tmp_path):
     _write(path, "members/part-0.parquet", pa.table({"g": pa.array([1], pa.int64()), "m": pa.array([1], pa.int64())}))
     with pytest.raises(StoreError, match="no column 'seg'"):
         read_segments(path, read_manifest(path))
-    _manifest(path, 4, [])
-    with pytest.raises(StoreError, match="format version 4; this lipspark reads 1, 2 and 3"):
+    _manifest(path, 5, [])
+    with pytest.raises(StoreError, match="format version 5; this lipspark reads 1, 2, 3 and 4"):
         read_manifest(path)
+
+
+def test_a_graph_is_version_4_exactly_when_it_has_a_formula_or_a_filters_tests(spark, tmp_path):
+    """Formulas over aggregates and a filter's per-row tests (with the · p-nodes of the rows it
+    kept) are what a version-3 reader would refuse or misread: 4 then, and read back the same."""
+    from lipspark import Tracker
+    from lipspark.graph.index import GraphIndex
+    from pyspark.sql import functions as F
+
+    t = Tracker(spark)
+    r = t.annotate(spark.createDataFrame([(1, "a", 2), (2, "a", 5), (3, "b", None)], "id int, k string, v int"), "R", key=["id"])
+    r.groupBy("k").agg(F.countDistinct("v").alias("d")).collect_annotated()
+    assert t.write(str(tmp_path / "three"))["version"] == 3
+    r.groupBy("k").agg((F.sum("v") / F.count("*")).alias("mean")).collect_annotated()
+    path = str(tmp_path / "formula")
+    assert t.write(path)["version"] == 4 and GraphIndex.load(path).same_as(t.graph())
+    t = Tracker(spark)
+    r = t.annotate(spark.createDataFrame([(1, "a", 2), (2, "a", 5), (3, "b", None)], "id int, k string, v int"), "R", key=["id"])
+    r.groupBy("k").agg(F.sum("v").alias("s")).filter(F.col("s") > 3).collect_annotated()
+    path = str(tmp_path / "filter")
+    manifest = t.write(path)
+    assert manifest["version"] == 4 and GraphIndex.load(path).same_as(t.graph())
+    assert any(s["kind"] == "rownode" and s["meta"]["kind"] == "p" for s in manifest["segments"])
 
 
 def test_a_graph_is_version_3_exactly_when_it_has_aggregates_a_version_2_reader_would_misread(spark, tmp_path):

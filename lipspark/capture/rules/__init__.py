@@ -8,8 +8,9 @@ saying how data and annotation propagate and which segment it records:
 :mod:`~lipspark.capture.rules.aggregate` (``distinct``, ``dropDuplicates`` too), :mod:`~lipspark.capture.rules.pivot`,
 :mod:`~lipspark.capture.rules.grouping_sets` (``rollup``, ``cube``), :mod:`~lipspark.capture.rules.window`,
 :mod:`~lipspark.capture.rules.black_box`,
-:mod:`~lipspark.capture.rules.cogroup` and :mod:`~lipspark.capture.rules.condition` (what a
-filter, join or grouping over values records).
+:mod:`~lipspark.capture.rules.cogroup`, :mod:`~lipspark.capture.rules.guard` (a filter's
+comparison over values, decided per row) and :mod:`~lipspark.capture.rules.condition` (what any
+other filter, join or grouping over values records).
 """
 from __future__ import annotations
 

@@ -16,7 +16,12 @@ reach it through its aggregates). Each aggregate of the group is a v-node:
 * ``first``, ``last``, ``collect_set``, ``stddev``/``variance`` and their ``_samp``/``_pop``
   forms have no ⊗ form here: a black-box v-node labelled with the function, fed by every
   member (and the v-nodes its argument reads), valued as Spark computed it;
-* an expression over aggregates (``sum(a) / count(b)``, ``round(avg(x), 2)``) is a black-box
+* an expression over aggregates that is arithmetic over them and literals (``100 · sum(a) /
+  sum(b)``, ``0.5 · sum(q)``, ``-avg(x) - 1``) is a formula: per group a tree of arithmetic
+  v-nodes (add, multiply, negate, inverse; ``a − b`` is ``a + (−b)``, ``a / b`` is ``a × 1/b``)
+  over the aggregates' v-nodes and CONSTANT v-nodes for the literals, its root fed by the
+  group's δ too and valued as Spark computed it; a what-if recomputes it;
+* any other expression over aggregates (``round(avg(x), 2)``, a ``CASE``) is a black-box
   v-node labelled with its column, fed by the group's δ and the v-nodes of the aggregates in
   it, which are recorded like any other (a what-if shows it unknown).
 
@@ -82,6 +87,7 @@ class Planned:
     inputs: tuple[int, ...] = ()
     hidden: str | None = None
     position: int | None = None
+    constant: Any = None
 
 
 @dataclass(frozen=True)
@@ -309,7 +315,8 @@ def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence
             for part in it.parts:
                 if part.sql not in parts:
                     parts[part.sql] = _plan(part, None, planned, hidden, len(plain.columns) + len(hidden))
-            if parts:  # an expression over the keys alone is their value: no v-node
+            if parts and not _plan_formula(it, [parts[p.sql] for p in it.parts], planned, len(key_cols) + j):
+                # an expression over the keys alone is their value: no v-node
                 planned.append(Planned(Op.BLACK_BOX, it, it.name, tuple(parts.values()), position=len(key_cols) + j))
         elif it.function == "CollectList" and not it.distinct and not it.filtered:
             _check_argument(it)
@@ -320,6 +327,51 @@ def read_aggregation(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence
     if hidden:  # black-box aggregates inside expressions: Spark computes their values alongside
         plain = df.groupBy(*key_cols).agg(*exprs, *hidden)
     return Aggregation(plain, key_cols, tuple(items), tuple(planned), tuple(bags), width)
+
+
+class _NotAFormula(Exception):
+    """The expression reads one aggregate twice in one operation (``sum(x) * sum(x)``): an edge
+    cannot say so twice, so it stays a black box."""
+
+
+def _plan_formula(it: AggregateItem, parts: list[int], planned: list[Planned], position: int) -> bool:
+    """Append the arithmetic v-nodes of expression ``it``'s formula (its aggregates planned at
+    ``parts``), children first, its root shown in column ``it.name``; False (nothing appended)
+    when it has no formula."""
+    if it.formula is None:
+        return False
+    mark = len(planned)
+
+    def node(f: Any) -> int:
+        kind = f[0]
+        if kind == "agg":
+            return parts[f[1]]
+        if kind == "lit":
+            planned.append(Planned(Op.CONSTANT, it, None, constant=f[1]))
+            return len(planned) - 1
+        kids = [node(x) for x in f[1:]]
+        if kind == "sub":
+            planned.append(Planned(Op.NEGATE, it, None, (kids[1],)))
+            kids[1] = len(planned) - 1
+        elif kind == "div":
+            planned.append(Planned(Op.INVERSE, it, None, (kids[1],)))
+            kids[1] = len(planned) - 1
+        if len(set(kids)) < len(kids):
+            raise _NotAFormula
+        op = {"add": Op.ADD, "sub": Op.ADD, "mul": Op.MULTIPLY, "div": Op.MULTIPLY, "neg": Op.NEGATE}[kind]
+        planned.append(Planned(op, it, None, tuple(kids)))
+        return len(planned) - 1
+
+    try:
+        root = node(it.formula)
+    except _NotAFormula:
+        del planned[mark:]
+        return False
+    if root < mark or planned[root].op is Op.CONSTANT:  # the expression is one aggregate (a cast of it): + of one
+        planned.append(Planned(Op.ADD, it, None, (root,)))
+        root = len(planned) - 1
+    planned[root] = replace(planned[root], column=it.name, position=position)
+    return True
 
 
 def _check_argument(it: AggregateItem) -> None:
@@ -401,6 +453,12 @@ def member_columns(frame: AnnotatedFrame, seg: int, agg: Aggregation,
     for j, p in enumerate(agg.planned):
         it = p.item
         column = p.column if p.column is not None else f"{it.name}: {it.sql}"
+        if p.op.is_arithmetic or p.op is Op.CONSTANT:  # a formula's node: nothing per member
+            root = p.column is not None
+            specs.append(AggregateSpec(p.op, None, column if root else f"{it.name}: {p.op.name.lower()}",
+                                       label=it.name if root else (p.op.label if p.op.is_arithmetic else str(p.constant)),
+                                       value=f"y{j}" if root else None, inputs=p.inputs, constant=p.constant))
+            continue
         if p.inputs:  # an expression over aggregates: nothing per member
             specs.append(AggregateSpec(Op.BLACK_BOX, None, column, label=it.name, value=f"y{j}", inputs=p.inputs))
             continue
@@ -465,7 +523,7 @@ def group_output(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Seque
 
     gid = group_id([normalized(col(i), t) for i, t in enumerate(agg.key_types)])
     ids = [aggregate_id_col(gid, j).alias(value_col(p.column)) for j, p in enumerate(agg.planned) if p.column is not None]
-    boxes = [(j, p.position) for j, p in enumerate(agg.planned) if p.op is Op.BLACK_BOX and p.position is not None]
+    boxes = [(j, p.position) for j, p in enumerate(agg.planned) if (p.op is Op.BLACK_BOX or p.op.is_arithmetic) and p.position is not None]
     values = None
     if boxes:
         values = out.select(gid.alias("g"), *[value_json(col(i), out.schema[i].dataType).alias(f"y{j}") for j, i in boxes])

@@ -1,9 +1,11 @@
 """Conditions over values: a filter, a join or a grouping that reads a value with a v-node.
 
 A selection keeps each row's annotation (Lipstick §3.2). When its condition reads a value an
-aggregate or a black box computed — a HAVING-style ``filter(total > 300)``, a join with an
-aggregate (``amount == best``), a group-by on a count — *which* rows pass depends on that
-value, and a what-if that changes it may keep rows the re-run drops, or miss rows it adds. The
+aggregate or a black box computed — a HAVING-style ``filter(round(total) > 3)``, a join on an
+aggregate's value, a group-by on a count — *which* rows pass depends on that value, and a
+what-if that changes it may keep rows the re-run drops, or miss rows it adds. A filter that
+compares arithmetic over values (``total > 300``, ``amount == best``) is decided per row
+instead (:mod:`~lipspark.capture.rules.guard`); for the others this
 rule records one CONDITION v-node per such operation, labelled with the condition, with an edge
 from every v-node the condition read over all its input rows (kept or not). Deletion
 propagation reports the node as unknown when one of those values changes, so a what-if says

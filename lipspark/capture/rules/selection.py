@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from lipspark.capture.plan import condition_sql, nondeterministic, read_condition, references
+from lipspark.capture.plan import analyzed, condition_sql, nondeterministic, read_condition, references
+from lipspark.capture.rules.guard import guarded_filter
 from lipspark.capture.rules.condition import record_condition, valued_columns
 from lipspark.errors import UnsupportedOperation
 from lipspark.vocabulary.columns import is_hidden
@@ -26,7 +27,9 @@ def filter_rows(frame: AnnotatedFrame, condition: "Column | str") -> AnnotatedFr
     """Selection: kept rows keep their annotation. A condition over ``*`` (``hash(*)``) is
     refused (it would read the hidden columns); one whose value may differ from job to job
     (``rand()``) is computed once, for the output and the graph alike; one that reads values
-    with v-nodes records a CONDITION node (:mod:`~lipspark.capture.rules.condition`)."""
+    with v-nodes records its outcome per row when it compares arithmetic over them
+    (:mod:`~lipspark.capture.rules.guard`), else a CONDITION node
+    (:mod:`~lipspark.capture.rules.condition`)."""
     out = frame.with_annotations().filter(condition)
     cond = read_condition(out)
     if cond is not None:
@@ -38,6 +41,10 @@ def filter_rows(frame: AnnotatedFrame, condition: "Column | str") -> AnnotatedFr
             out = frame.tracker.compute_once(out)
         valued = valued_columns(references(cond), frame.layout.values)
         if valued:  # HAVING-style: which rows pass depends on values a what-if may change
+            if not nondeterministic(cond):  # per row, when the condition compares arithmetic over values
+                guarded = guarded_filter(frame, out, cond, analyzed(out).condition(), valued, condition_sql(out) or "")
+                if guarded is not None:
+                    return guarded
             record_condition(frame.tracker, [(frame.with_annotations(), valued)], f"filter {condition_sql(out)}")
     return frame.derive(out)
 
