@@ -12,6 +12,13 @@ from benchmarks.tpch.queries import QUERIES
 
 #: Oracle trials known to be wrong today, with why (a trial that stops failing must leave this list).
 KNOWN_WRONG: dict[int, str] = {}
+#: The queries whose what-if is not exact in some trial at scale factor 0.01 (2026-11-29), with why;
+#: every other query must pass all three trials exactly (a query that starts passing leaves this list).
+NOT_EXACT: dict[int, str] = {
+    2: "deleting a nation raises a part's minimum cost: a dropped supplier would pass the join on it",
+    11: "deleting a supplier lowers the threshold: a dropped part would pass the filter",
+    13: "deleting an order changes a customer's count, which the second group-by groups on",
+}
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +77,10 @@ def test_scoreboard_at_scale_factor_001(spark, tmp_path_factory):
             assert wrong, f"Q{o.query} no longer fails its oracle: take it off KNOWN_WRONG"
         else:
             assert not wrong, f"Q{o.query}: a wrong what-if: {wrong}"
+        if o.query in NOT_EXACT:
+            assert o.oracle.startswith("not exact"), f"Q{o.query} passes its oracle now: take it off NOT_EXACT ({o.oracle})"
+        else:
+            assert o.oracle == "yes (3/3)", f"Q{o.query}: {o.oracle}"
 
 
 def test_the_capture_benchmark_runs_and_reports_the_first_tracked_run_apart(spark, tiny_root, tmp_path, monkeypatch):

@@ -122,3 +122,20 @@ def reference_form(value: Any) -> Any:
     if isinstance(value, ref.BlackBoxVal) and not value.args:
         return ("constant", ref.norm_value(value.result))
     return value.normal_form()
+
+
+def predicted_rows(g: Any, rows: list[Any], what_if: Any) -> list[list[Any]]:
+    """The rows a what-if predicts: the annotated ``rows`` it does not remove, each with the
+    recomputed values of its valued columns (what a re-run without the deleted tuples gives,
+    when the what-if says it is exact)."""
+    changed = {c.node: c.after for c in what_if.values}
+    out = []
+    for row in rows:
+        if what_if.removed[g.positions(row.annotation.factors)].any():
+            continue
+        values = list(row.row)
+        for col, vid in row.annotation.values.items():
+            if vid in changed:
+                values[row.row.__fields__.index(col)] = changed[vid]
+        out.append(values)
+    return out

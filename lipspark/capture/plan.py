@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from pyspark.sql import Column, DataFrame
 
@@ -396,17 +396,34 @@ def formula(tree: "_Node", parts: list["_Node"], jexpr: Any = None) -> Any:
     >>> formula(_Node("Round", {}, [agg, lit]), [agg]) is None
     True
     """
-    binary = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div"}
-
-    def kids(j: Any) -> list[Any]:
-        return _seq(j.children()) if j is not None else []
-
-    def walk(n: "_Node", j: Any) -> Any:
-        jk = kids(j) if n.children and (n.cls in binary or n.cls in ("UnaryMinus", "Cast")) else []
-        jk = jk if len(jk) == len(n.children) else [None] * len(n.children)
+    def leaf(n: "_Node") -> Any:
         if n.cls == "AggregateExpression":
             at = [k for k, p in enumerate(parts) if p is n]
             return ("agg", at[0]) if at else None
+        return DESCEND
+
+    return arithmetic_formula(tree, jexpr, leaf)
+
+
+#: What a leaf rule of :func:`arithmetic_formula` returns for a node that is no leaf.
+DESCEND: Any = object()
+_BINARY = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div"}
+
+
+def arithmetic_formula(tree: "_Node", jexpr: Any, leaf: Callable[["_Node"], Any]) -> Any:
+    """Arithmetic over ``tree`` as nested tuples (``("add", a, b)``, ``("sub", a, b)``,
+    ``("mul", a, b)``, ``("div", a, b)``, ``("neg", a)``, ``("lit", number)``), ``leaf(node)``
+    deciding each node first (a formula, ``None`` for none, or :data:`DESCEND`); ``None`` when
+    a node is none of these or a cast may truncate (to an integer type from anything but an
+    integer, whose type is read from ``jexpr``, the JVM node, walked in step)."""
+    binary = _BINARY
+
+    def walk(n: "_Node", j: Any) -> Any:
+        got = leaf(n)
+        if got is not DESCEND:
+            return got
+        jk = _seq(j.children()) if j is not None and n.children else []
+        jk = jk if len(jk) == len(n.children) else [None] * len(n.children)
         if n.cls in binary and len(n.children) == 2:
             a, b = walk(n.children[0], jk[0]), walk(n.children[1], jk[1])
             return None if a is None or b is None else (binary[n.cls], a, b)

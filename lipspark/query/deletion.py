@@ -304,9 +304,16 @@ def _filters(g: GraphIndex, seeds: np.ndarray, removed: np.ndarray, changes: lis
         removed = propagate(g, np.union1d(seeds, np.fromiter(extra, dtype=np.int64)))
         changes = _what_if(g, removed, known)
     if extra:  # a row removed for a condition that is true again in the end: not a prediction
-        again = {c.node for c in changes if c.node_op in _BOOLEAN and c.after is True}
-        kids = {int(g.ids[k]) for u in extra for k in g.children(u).tolist()}
-        changes = [ValueChange(c.node, c.label, c.before, UNKNOWN, c.node_op) if c.node in kids & again else c for c in changes]
+        final = {c.node: c.after for c in changes}
+        again = {}
+        for u in extra:
+            for k in g.children(u).tolist():
+                nid = int(g.ids[k])
+                if g.is_v[k] and final.get(nid, g.value_at(k)) is True:
+                    again[nid] = k
+        changes = [c for c in changes if c.node not in again] + [
+            ValueChange(nid, g.label(k), g.value_at(k), UNKNOWN, int(g.op[k])) for nid, k in again.items()]
+        changes.sort(key=lambda c: c.node)
     roots = [c for c in changes if c.node_op in _BOOLEAN and c.before is not True and c.after is True]
     passed = []
     if roots:

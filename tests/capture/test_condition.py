@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from lipspark import Tracker
 from lipspark.query.deletion import delete
 from lipspark.vocabulary import Op
-from tests.util import local_frame
+from tests.util import local_frame, predicted_rows
 
 ROWS = [(1, "a", 200), (2, "a", 150), (3, "b", 100), (4, "b", 90), (5, "c", 400), (6, "c", 5), (7, "d", 301)]
 SCHEMA = "id int, k string, q int"
@@ -74,16 +74,7 @@ def test_a_what_if_that_claims_exact_equals_the_rerun(spark, name):
             inexact += 1
             assert r.conditions or any(c.after is not None for c in r.values)
             continue
-        changed = {c.node: c.after for c in r.values}
-        predicted = []
-        for row in rows:
-            if r.removed[g.positions(row.annotation.factors)].any():
-                continue
-            values = list(row.row)
-            for col, vid in row.annotation.values.items():
-                if vid in changed:
-                    values[row.row.__fields__.index(col)] = changed[vid]
-            predicted.append(values)
+        predicted = predicted_rows(g, rows, r)
         rerun = plan(local_frame(spark, [x for x in ROWS if x[0] != rid], SCHEMA)).collect()
         assert _bag(predicted) == _bag(rerun), f"deleting R:{rid}: the what-if said exact"
         decided += any(c.node_op in (int(Op.POSITIVE), int(Op.ZERO)) for c in r.values)

@@ -21,7 +21,7 @@ from lipspark.query.deletion import delete
 from lipspark.semiring import normal_form
 from lipspark.vocabulary import Op
 from tests import reference as ref
-from tests.util import local_frame
+from tests.util import local_frame, predicted_rows
 
 SCHEMA = "id int, k string, q int"
 _CMP = {">": lambda a, b: a > b, ">=": lambda a, b: a >= b, "<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
@@ -93,17 +93,7 @@ def _check(spark, data, kind, cmp, c, plain_k, picks):
     if not what_if.exact:
         assert what_if.passed or what_if.conditions, "not exact: it says which test it could not decide"
         return
-    changed = {v.node: v.after for v in what_if.values}
-    predicted = []
-    for r in annotated:
-        if what_if.removed[g.positions(r.annotation.factors)].any():
-            continue
-        values = list(r.row)
-        for col, vid in r.annotation.values.items():
-            if vid in changed:
-                values[r.row.__fields__.index(col)] = changed[vid]
-        predicted.append(values)
-    assert _bag(predicted) == _bag(rerun), (rows, deleted)
+    assert _bag(predicted_rows(g, annotated, what_if)) == _bag(rerun), (rows, deleted)
 
 
 def test_a_condition_it_cannot_express_is_one_condition_node(spark):

@@ -43,7 +43,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lipspark.capture.layout import Layout
-from lipspark.capture.plan import _seq
+from lipspark.capture.plan import DESCEND, _seq, arithmetic_formula
 from lipspark.capture.rules.aggregate import value_json
 from lipspark.vocabulary import Op, RowNodeSegment
 from lipspark.vocabulary.ops import BOOLEAN_OPS
@@ -57,9 +57,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["condition_formula", "guarded_filter"]
 
 _COMPARE = {"GreaterThan", "LessThan", "GreaterThanOrEqual", "LessThanOrEqual", "EqualTo"}
-_ARITH = {"Add": "add", "Subtract": "sub", "Multiply": "mul", "Divide": "div"}
-_CASTS = ("double", "float")
-_INTEGRAL = ("integer", "long", "short", "byte")
 
 
 def _reads(n: "_Node", valued: set[str]) -> bool:
@@ -83,23 +80,15 @@ def condition_formula(tree: "_Node", valued: set[str], jexpr: Any = None) -> Any
         js = _seq(j.children()) if j is not None else []
         return js if len(js) == len(n.children) else [None] * len(n.children)
 
-    def arith(n: "_Node", j: Any) -> Any:
+    def leaf(n: "_Node") -> Any:
         if not _reads(n, valued):
             return const()
         if n.cls == "AttributeReference":
             return ("v", str(n.fields["name"]))
-        jk = kids(n, j)
-        if n.cls in _ARITH and len(n.children) == 2:
-            a, b = arith(n.children[0], jk[0]), arith(n.children[1], jk[1])
-            return None if a is None or b is None else (_ARITH[n.cls], a, b)
-        if n.cls == "UnaryMinus" and len(n.children) == 1:
-            a = arith(n.children[0], jk[0])
-            return None if a is None else ("neg", a)
-        if n.cls == "Cast" and len(n.children) == 1:
-            to = str(n.fields.get("dataType", ""))
-            whole = to in _INTEGRAL and jk[0] is not None and str(jk[0].dataType().typeName()) in _INTEGRAL
-            return arith(n.children[0], jk[0]) if to in _CASTS or to.startswith("decimal") or whole else None
-        return None
+        return DESCEND
+
+    def arith(n: "_Node", j: Any) -> Any:
+        return arithmetic_formula(n, j, leaf)
 
     def test(n: "_Node", j: Any) -> Any:
         if not _reads(n, valued):
@@ -171,10 +160,16 @@ def guarded_filter(frame: "AnnotatedFrame", out: DataFrame, tree: "_Node", jcond
     slots: list[_Slot] = []
     segs: dict[Op, int] = {}
 
+    def seg(op: Op) -> int:
+        """The segment of the condition's nodes of operator ``op`` (numbered in order of use)."""
+        if op not in segs:
+            segs[op] = tracker.builder.allocate()
+        return segs[op]
+
     def constant(value: Column, rows: "Callable[[DataFrame], DataFrame] | None" = None) -> Column:
         """A CONSTANT node per distinct value (its id is its value's)."""
         text_ = value_json(value, df.select(value.alias("x")).schema[0].dataType)
-        nid = node_hash_col(segs.setdefault(Op.CONSTANT, tracker.builder.allocate()), text_)
+        nid = node_hash_col(seg(Op.CONSTANT), text_)
         slots.append(_Slot(Op.CONSTANT, nid, text_, rows=rows))
         return nid
 
@@ -219,7 +214,7 @@ def guarded_filter(frame: "AnnotatedFrame", out: DataFrame, tree: "_Node", jcond
 
     def node(op: Op, kids: list[tuple[Column, Column]], value: Column) -> tuple[Column, Column]:
         ids = [k[0] for k in kids]
-        nid = node_hash_col(segs.setdefault(op, tracker.builder.allocate()), *ids)
+        nid = node_hash_col(seg(op), *ids)
         slots.append(_Slot(op, nid, value_json(value, df.select(value.alias("x")).schema[0].dataType), ids))
         return nid, value
 
