@@ -432,6 +432,7 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
     values = _values(tables.get("values"))
     parts = [_member_products(s, m)]
     per_group: list[list[Any]] = []  # each aggregate's value per group (in the order of `groups`): a formula's inputs
+    formulas = any(a.op.is_arithmetic for a in s.aggregates)
     for j, spec in enumerate(s.aggregates):
         if spec.op.is_arithmetic or spec.op is Op.CONSTANT:
             parts.append(_formula_nodes(s, j, spec, groups, values, per_group))
@@ -439,7 +440,8 @@ def _group(s: GroupSegment, tables: Tables) -> Nodes:
             parts.append(_black_box_nodes(s, j, spec, m, groups, values))
         else:
             parts.append(_aggregate_nodes(s, j, spec, m, groups))
-        per_group.append(parts[-1][0]["value"].iloc[: len(groups)].tolist())  # its v-nodes come first, one per group
+        if formulas:  # its v-nodes come first, one per group
+            per_group.append(parts[-1][0]["value"].iloc[: len(groups)].tolist())
     for n, e in parts:
         node_parts.append(n)
         edge_parts.append(e)
