@@ -751,16 +751,17 @@ class Session:
         at = before.lookup(np.array([c.node for c in r.values], dtype=np.int64))
         described = node_rows(before, at) if len(at) else []
         feeds = _feeds(before, at[[d["op"] not in _CARRIED for d in described]]) if len(at) else {}
+        undecided = {c.node for c in r.conditions}  # CONDITION nodes and a filter's per-row tests it cannot decide
         for c, d, p in zip(r.values, described, at.tolist()):
             row = {"node": c.node, "name": d["name"], "label": c.label, "op": d["op"], "module": d["module"], "execution": d["execution"],
                    "relation": d["relation"], "column": d["column"], "tuple": d["tuple"], "before": _plain(c.before), "after": _plain(c.after)}
             ran = (d["execution"], d.get("invoked_as") or d["module"])
             if graph_values is not None:
                 row["graph"] = _plain(graph_values.get(c.node, c.before))
-            if d["op"] == "condition":
+            if c.node in undecided:
                 if rerun is not None and ran in rerun:
                     continue  # its invocation ran again: the rows it kept are the re-run's
-                conditions.append(row)
+                conditions.append({**row, "condition": True})
                 continue
             if rerun is not None and row["after"] == "unknown" and ran in rerun and d["op"] not in _CARRIED:
                 continue  # a value inside an invocation that ran again: what it wrote is known

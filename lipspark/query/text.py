@@ -194,7 +194,7 @@ def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
             g["change"].append(f"{v['column']} {change}")
         elif v["op"] in ("input", "state", "times"):  # a value-node "·" is a state value as its writer leaves it
             carried += 1
-        elif v["op"] == "condition":
+        elif v["op"] == "condition" or v.get("condition"):  # a CONDITION node, or a filter's test it cannot decide
             where = f" in {v['module']}" if v.get("module") else ""
             conditions.append(f"{v['label']}{where}")
         else:

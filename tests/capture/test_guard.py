@@ -128,3 +128,24 @@ def test_a_join_on_keys_and_a_value_is_the_join_then_a_filter(spark, how):
     assert r.exact and [x.row.id for x in kept if not r.removed[g.positions(x.annotation.factors)].any()] == [2, 4]
     r = delete(g, [g.token_id("R:2")])  # a's best falls to 3: R:1, dropped, would pass now
     assert not r.exact and len(r.passed) == 1
+
+
+def test_a_test_that_becomes_unknown_is_named_as_a_condition_by_every_api(spark):
+    """A filter over a value the graph cannot recompute (a stddev): a what-if that changes the
+    value leaves the row's test unknown — not exact, and the query's answer names the filter on
+    its "not exact" line and in its conditions, as :attr:`DeletionResult.conditions` does."""
+    from lipspark.query import Session
+
+    t = Tracker(spark)
+    df = t.annotate(local_frame(spark, [(1, "a", 3), (2, "a", 9), (3, "a", 4), (4, "b", 1)], SCHEMA), "R", key=["id"])
+    out = df.groupBy("k").agg(F.stddev("q").alias("sd"), F.sum("q").alias("tot")).filter(F.col("tot") > F.col("sd"))
+    assert sorted(r.k for r in out.collect()) == ["a"]
+    g = t.graph()
+    r = delete(g, [g.token_id("R:2")])
+    assert not r.exact and {c.label for c in r.conditions} == {"filter (CAST(tot AS DOUBLE) > sd)"}
+    (answer,) = Session(g).run('delete token "R:2"')
+    assert answer.extra["exact"] is False
+    rows, _ = answer.extra["_tables"]["conditions"]
+    assert sorted(row["node"] for row in rows) == sorted(c.node for c in r.conditions)
+    text = answer.to_text()
+    assert "not exact: 1 condition(s) read a changed value" in text and "filter (CAST(tot AS DOUBLE) > sd)" in text, text
