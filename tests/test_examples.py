@@ -558,20 +558,6 @@ def test_document_examples_run_as_written(doc, workdir, tmp_path):
 
 
 @pytest.mark.slow
-def test_help_examples_run_as_written(workdir, tmp_path):
-    runner = Runner(workdir, str(tmp_path / "scratch"))
-    examples = help_examples()
-    problems = []
-    for where, cmd in examples.commands:
-        why, _ = runner.sh(where, cmd)
-        problems += [f"{where}: `{cmd}`: {why}"] if why else []
-    for where, text in examples.statements:
-        why, _ = runner.query(where, text)
-        problems += [f"{where}: `{text}`: {why}"] if why else []
-    _report(runner, problems)
-
-
-@pytest.mark.slow
 def test_running_catches_what_issue_19_found(workdir, tmp_path):
     """The defects issue 19 reported fail the runner: each example as it was."""
     runner = Runner(workdir, str(tmp_path / "scratch"))
