@@ -170,6 +170,11 @@ def shown_value(v: Any) -> str:
     return "?" if v == "unknown" else "null" if v is None else str(v)
 
 
+#: the operators of formulas and of a filter's tests (:mod:`lipspark.vocabulary.ops`) whose unknown
+#: values a what-if counts together, not one line per value before
+_ARITHMETIC = frozenset({"add", "multiply", "negate", "inverse"})
+
+
 def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
     """A what-if's changed values for people: one row per output tuple (``Amount 19500.0 → ?``)
     and a line counting the others — the same values carried into inputs and state, and values
@@ -199,6 +204,8 @@ def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
             conditions.append(f"{v['label']}{where}")
         else:
             what = f"{v['label'] or v['op']} {change}"
+            if v["op"] in _ARITHMETIC and shown_value(v["after"]) == "?":  # the steps of a formula or a filter's test: one line
+                what = f"{v['label'] or v['op']} → ?"
             inside[what] = inside.get(what, 0) + 1
             inside_rows.append({"tuple": v["name"], "module": v["module"], "execution": v["execution"], "change": change})
     rows = [{**g, "change": "; ".join(g["change"])} for g in groups.values()]

@@ -70,3 +70,19 @@ def test_state_values_as_their_writer_leaves_them_are_counted_with_inputs_and_st
     assert [r["change"] for r in rows] == ["n 3 → 2"]
     assert "2 value(s) of inputs and state that carry them" in text and "inside modules: Count 3 → 2" in text
     assert "·" not in text.split("inside modules:")[1]
+
+
+def test_unknown_steps_of_formulas_and_tests_are_one_line_and_undecided_tests_are_conditions():
+    from lipspark.query.text import changed_by_tuple
+
+    def value(op, label, before, after, **kw):
+        return {"op": op, "label": label, "name": label, "module": "agg", "execution": 1, "relation": None, "column": None,
+                "tuple": None, "before": before, "after": after, **kw}
+    steps = [value("add", "add", b, "unknown") for b in (0.0, 232.0, 406.0)] + [value("add", "add", 1.0, 2.0)]
+    test = value("zero", "filter (Amount = Best)", False, "unknown", condition=True)
+    bid = {**value("output", "·", 5.0, "unknown"), "relation": "Bids", "column": "Amount", "tuple": {"BidId": "B1"}}
+    rows, text = changed_by_tuple([bid] + steps + [value("calcbid", "calcBid", 5.0, "unknown"), test])
+    assert [r["change"] for r in rows] == ["Amount 5.0 → ?"]
+    assert text.startswith("not exact: 1 condition(s) read a changed value") and "filter (Amount = Best) in agg" in text
+    inside = text.split("inside modules: ")[1]
+    assert inside.startswith("add → ? (×3), add 1.0 → 2.0, calcBid 5.0 → ?"), inside  # known steps keep their values
