@@ -1021,3 +1021,15 @@ def test_paper_example_2_3_matches_reference(spark):
     # deleting C2 leaves one Civic; deleting B1 removes the group
     assert evaluate(g.value(row.annotation, "NumAvail"), BOOLEAN, {"Cars:C2": False}, default=True) == 1
     assert evaluate(g.polynomial(row.annotation), BOOLEAN, {"Requests:B1": False}, default=True) is False
+
+
+def test_a_window_over_a_windows_value_gives_its_values_expression(spark):
+    """Found by the random plans: a ranking window ordered over another window's value is a black
+    box with an edge from the CONDITION node over the values it read; the value's expression
+    reached that node and refused it as corrupt."""
+    data = {"R": [(0, 1, 0, None), (1, 0, 0, None), (2, 2, 0, None), (3, 0, 1, 3), (4, 2, 0, None), (5, 2, 1, 0)],
+            "S": [(10, 2, 0, 3)]}
+    inner = Win(child=Filter(child=Base(name="R"), column="v", op="<=", const=2), alias="w0", fn="count", column=None,
+                partition=("v", "rid"), order="rid")
+    check_plan(spark, data, Win(child=inner, alias="w1", fn="row_number", column=None, partition=("rid",), order=None),
+               ["R:1", "R:0", "R:4"])

@@ -64,6 +64,7 @@ KEEP_HINT = ("keep it with Tracker.annotate(..., keep=[COLUMN]) or, in a workflo
              "a relation annotated without a key keeps all its columns")
 
 _TOKEN, _INVOCATION, _CONSTANT, _TENSOR = int(Op.TOKEN), int(Op.INVOCATION), int(Op.CONSTANT), int(Op.TENSOR)
+_CONDITION = int(Op.CONDITION)
 _PRODUCTS = frozenset(int(o) for o in (Op.TIMES, Op.INPUT, Op.STATE, Op.OUTPUT))
 #: v-nodes that carry their one v-child's value (module boundaries, a new state row's value)
 _BOUNDARY = frozenset(int(o) for o in Op if o.carries_value)
@@ -137,7 +138,7 @@ def _v_expr(g: "GraphIndex", shown: _Shown, pos: int, op: int, kids: list[int], 
         return Tensor(p, shown.value[vk[0]] if vk else None)
     if op in _AGGREGATES:
         return AggValue(Op(op).label, tuple((memo[t].p, memo[t].value) for t in kids if isinstance(memo[t], Tensor)))
-    if op == _CONSTANT:
+    if op == _CONSTANT or op == _CONDITION:  # a condition: a black box's v-child (a window over values), its value
         return shown.value[pos]
     if op in _BOUNDARY:  # a value carried across a module boundary: the value's own expression
         vk = [c for c in kids if g.is_v[c]]
