@@ -20,7 +20,8 @@ per node, so shared sub-graphs stay shared sub-expressions (a DAG); expand it on
   box of the p-nodes it depends on (a black-box aggregate, ``stddev(R:1, R:2)``: of the group's
   members; an expression over aggregates: of the group's δ); the root of a formula over
   aggregates (ADD … INVERSE) likewise, a black box of its group's δ named by its column (its
-  value is what a what-if recomputes), and its inner nodes their values.
+  value is what a what-if recomputes), and its inner nodes their values; a CONDITION v-node (a
+  window's black box depends on one) is its value.
 
 >>> import pandas as pd
 >>> from lipspark.graph.index import GraphIndex

@@ -26,6 +26,9 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
+from lipspark.vocabulary import Op
+from lipspark.vocabulary.ops import BOOLEAN_OPS
+
 __all__ = ["node_name", "table", "printable", "cell", "token_lines", "reading_order", "located", "id_prefix", "node_table",
            "shown_value", "changed_by_tuple", "TEXT_LIMIT", "ROW_LIMIT"]
 
@@ -172,7 +175,7 @@ def shown_value(v: Any) -> str:
 
 #: the operators of formulas and of a filter's tests (:mod:`lipspark.vocabulary.ops`) whose unknown
 #: values a what-if counts together, not one line per value before
-_ARITHMETIC = frozenset({"add", "multiply", "negate", "inverse"})
+_ARITHMETIC = frozenset(o.name.lower() for o in Op if o.is_arithmetic and o not in BOOLEAN_OPS)
 
 
 def changed_by_tuple(values: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
