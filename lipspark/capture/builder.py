@@ -264,19 +264,27 @@ def _estimated_bytes(df: DataFrame) -> int:
     """The bytes ``df``'s optimized plan reads: the sum of Spark's size estimates of its leaves
     (the files a scan reads, an in-memory relation); 0 when the plan has no estimate. (Not the
     estimate of the plan itself: without statistics Spark estimates a join as the product of
-    its sides, which makes small tables look huge.)"""
+    its sides, which makes small tables look huge.) A cached frame counts once, by what its
+    plan reads, however many branches of a union read it: a graph table's union reads each
+    invocation's cached frames dozens of times, and walking each again cost thousands of Py4J
+    round trips per execution."""
     try:
-        total, stack = 0, [df._jdf.queryExecution().optimizedPlan()]
-        while stack:
-            node = stack.pop()
-            if node.getClass().getSimpleName() == "InMemoryRelation":  # a cache: what it caches reads
-                stack.append(node.cacheBuilder().logicalPlan())
-                continue
-            children = node.children()
-            if children.size() == 0:
-                size = int(str(node.stats().sizeInBytes()))  # a Scala BigInt (py4j may give an int)
+        total, seen = 0, set()
+        identity = df.sparkSession._jvm.java.lang.System.identityHashCode  # type: ignore[union-attr]
+        plans = [df._jdf.queryExecution().optimizedPlan()]
+        while plans:
+            leaves = plans.pop().collectLeaves()
+            for i in range(leaves.size()):
+                leaf = leaves.apply(i)
+                if leaf.nodeName() == "InMemoryRelation":  # a cache: what it caches reads
+                    cache = leaf.cacheBuilder()
+                    key = identity(cache)
+                    if key not in seen:
+                        seen.add(key)
+                        plans.append(cache.logicalPlan())
+                    continue
+                size = int(str(leaf.stats().sizeInBytes()))  # a Scala BigInt (py4j may give an int)
                 total += size if size < _NO_ESTIMATE else 0  # Spark's default for a leaf it cannot size
-            stack.extend(children.apply(i) for i in range(children.size()))
         return total
     except Exception:  # noqa: BLE001 - an estimate only decides how many files to write
         return 0

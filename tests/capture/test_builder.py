@@ -66,3 +66,22 @@ def test_a_large_shared_table_is_written_by_every_partition_and_reads_back_the_s
     g, mem = GraphIndex.load(str(tmp_path / "g")), t.graph()
     assert sorted(g.ids.tolist()) == sorted(mem.ids.tolist()) and len(g.edge_frame()) == len(mem.edge_frame())
     assert all(str(g.polynomial(f[0])) == str(mem.polynomial(f[0])) for _, f in rows)
+
+
+def test_the_size_estimate_counts_what_the_leaves_read_and_a_cache_once(spark, tmp_path):
+    from functools import reduce
+
+    from lipspark.capture.builder import _estimated_bytes
+
+    path = str(tmp_path / "t")
+    spark.range(0, 5000).selectExpr("id", "cast(id as string) s").write.parquet(path)
+    scan = spark.read.parquet(path)
+    on_disk = sum(f.stat().st_size for f in (tmp_path / "t").iterdir() if f.name.endswith(".parquet"))
+    assert _estimated_bytes(scan) == on_disk  # a file scan: its files' bytes
+    assert _estimated_bytes(scan.join(scan, "id")) == 2 * on_disk  # each scan of a plan counts (not the product)
+    cached = scan.filter("id % 2 = 0").cache()
+    try:
+        union = reduce(lambda a, b: a.unionByName(b), [cached.select("id", "s") for _ in range(12)])
+        assert _estimated_bytes(union) == on_disk  # a cache read by every branch: what it reads, once
+    finally:
+        cached.unpersist()
