@@ -22,13 +22,15 @@ check-java:
 # took about three quarters of their serial time here (12.4 of 16.5 min, 36.9 of 49.4 min): much of a
 # test is waiting on a JVM or a process
 XDIST := -n 2 --dist loadfile
+# the slowest cases, printed at the end of each run (CI's log keeps them: what to look at when a run nears its limit)
+DURATIONS := --durations=15
 
 test: check-java $(STAMP)   # mypy and the suite but its slow cases
 	$(BIN)/python -m mypy
-	$(BIN)/python -m pytest -q -m "not slow" $(XDIST)
+	$(BIN)/python -m pytest -q -m "not slow" $(XDIST) $(DURATIONS)
 
 test-slow: check-java $(STAMP)   # the minutes-long end-to-end cases; CI runs them after make test
-	$(BIN)/python -m pytest -q -m slow $(XDIST)
+	$(BIN)/python -m pytest -q -m slow $(XDIST) $(DURATIONS)
 
 demo: check-java $(STAMP)   # the car dealership with provenance into graphs/car_dealership-demo, its queries, drawings
 	$(BIN)/python -m lipspark.demo

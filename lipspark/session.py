@@ -33,6 +33,10 @@ _JVM_OUTPUT: list[int] = []
 
 #: the environment variable naming the JVM class archive (:mod:`lipspark.class_archive`): a path, or ``off``
 ARCHIVE_ENV = "LIPSPARK_CLASS_ARCHIVE"
+#: the environment variable whose JVM options a Spark lipspark starts also gets (:func:`default_conf`).
+#: The suite sets ``-XX:TieredStopAtLevel=1``: a short process spends about half its JVM's CPU
+#: in the C2 compiler otherwise (docs/benchmarks.md, "Short processes")
+JVM_OPTIONS_ENV = "LIPSPARK_JVM_OPTIONS"
 
 
 def archive_path() -> str:
@@ -65,9 +69,10 @@ def default_conf(shuffle_partitions: int = 4, *, verbose: bool = False, archive:
     """Settings for a small, quiet embedded Spark (local[2], UI off, few shuffle partitions);
     unless ``verbose``, the JVM logs errors only from its start (no start-up notes). With
     ``archive``, the JVM maps the classes of :mod:`lipspark.class_archive` if it was built
-    (:func:`java_options`)."""
+    (:func:`java_options`). ``$LIPSPARK_JVM_OPTIONS`` is added to the JVM's options."""
     options = " ".join(o for o in ("" if verbose else f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J}",
-                                   java_options(verbose=verbose) if archive else "") if o)
+                                   java_options(verbose=verbose) if archive else "",
+                                   os.environ.get(JVM_OPTIONS_ENV, "").strip()) if o)
     return {**({"spark.driver.extraJavaOptions": options} if options else {}),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",

@@ -10,6 +10,11 @@ os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 # suite, whose runs (and the examples' commands) would leave services behind; tests/workflow/test_service.py
 # turns it on where it tests it
 os.environ["LIPSPARK_SERVE"] = "off"
+# the short processes the suite starts (each `lipspark` command an example runs, a notebook's
+# kernel) compile with C1 only: a short process otherwise spends about half its JVM's CPU in the
+# C2 compiler (docs/benchmarks.md, "Short processes"). The long-lived session each worker shares
+# (below) keeps C2, which pays off over a whole suite.
+os.environ.setdefault("LIPSPARK_JVM_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -26,9 +31,14 @@ def _every_store_passes_check(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def spark():
-    from lipspark.session import get_spark
+    from lipspark.session import JVM_OPTIONS_ENV, get_spark
 
-    session = get_spark(app_name="lipspark-tests")
+    short = os.environ.pop(JVM_OPTIONS_ENV, None)
+    try:
+        session = get_spark(app_name="lipspark-tests")
+    finally:
+        if short is not None:
+            os.environ[JVM_OPTIONS_ENV] = short
     yield session
     session.stop()
 

@@ -110,3 +110,13 @@ def test_a_replay_runs_module_code_without_call_sites(monkeypatch):
     except RuntimeError:
         pass
     assert seen == [False]
+
+
+def test_jvm_options_from_the_environment_are_added_to_the_drivers(monkeypatch):
+    from lipspark.session import JVM_OPTIONS_ENV, default_conf
+
+    monkeypatch.setenv(JVM_OPTIONS_ENV, " -XX:TieredStopAtLevel=1 ")
+    options = default_conf()["spark.driver.extraJavaOptions"].split()
+    assert options[-1] == "-XX:TieredStopAtLevel=1" and options[0].startswith("-Dlog4j2.configurationFile=")
+    monkeypatch.delenv(JVM_OPTIONS_ENV)
+    assert "-XX:TieredStopAtLevel=1" not in default_conf()["spark.driver.extraJavaOptions"]
