@@ -58,4 +58,4 @@ bench: check-java $(STAMP)   # the benchmarks (long), into benchmarks/results/
 	$(BIN)/lipspark bench                 # WorkflowGen: car dealership + Arctic stations (long)
 
 clean:   # the virtual environment and caches
-	rm -rf $(VENV) .pytest_cache .hypothesis spark-warehouse
+	rm -rf $(VENV) .pytest_cache .hypothesis spark-warehouse .test-cache

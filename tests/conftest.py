@@ -25,6 +25,10 @@ def _every_store_passes_check(tmp_path_factory):
     from tests.util import stores_failing_check
 
     problems = stores_failing_check(tmp_path_factory.getbasetemp())
+    if os.path.isdir(DEMO_CACHE):  # the demo graph the workers share, once made (demo_graph)
+        for kept in sorted(os.listdir(DEMO_CACHE)):
+            if kept.startswith("demo-"):
+                problems += stores_failing_check(os.path.join(DEMO_CACHE, kept))
     if problems:
         pytest.fail(f"{len(problems)} problem(s) in stores the suite wrote:\n" + "\n".join(problems), pytrace=False)
 
@@ -46,15 +50,62 @@ def spark():
 HERE = os.path.dirname(__file__)
 
 
+#: where the demo graph the suite makes is kept between runs and shared by its workers (git-ignored)
+DEMO_CACHE = os.path.join(HERE, "..", ".test-cache")
+
+
+def _demo_key() -> str:
+    """What the demo graph depends on: the bytes of lipspark's and the workflows' sources, and
+    the PySpark version; another key means another graph."""
+    import hashlib
+
+    import pyspark
+
+    h = hashlib.sha256(pyspark.__version__.encode())
+    root = os.path.abspath(os.path.join(HERE, ".."))
+    for base in ("lipspark", "workflows"):
+        for d, dirs, names in os.walk(os.path.join(root, base)):
+            dirs.sort()
+            for n in sorted(names):
+                if n.endswith((".py", ".properties", ".lark")):
+                    path = os.path.join(d, n)
+                    h.update(os.path.relpath(path, root).encode() + b"\0")
+                    with open(path, "rb") as fh:
+                        h.update(fh.read())
+    return h.hexdigest()[:16]
+
+
 @pytest.fixture(scope="session")
 def demo_graph(spark, tmp_path_factory) -> str:
     """The graph ``make demo`` writes, made here the same way (:func:`lipspark.demo.run_car_dealership`),
-    once for the examples (tests/test_examples.py) and the what-if notebook (tests/viz/test_notebook.py)."""
+    for the examples (tests/test_examples.py), the notebooks (tests/viz/test_notebook.py) and the
+    tests that copy it. It takes minutes to make, so it is made once for both workers (the
+    other waits on a lock) and kept for later runs (`make test-slow` after `make test`) while
+    lipspark's and the workflows' sources are unchanged (:func:`_demo_key`). Each worker gets a
+    copy of its own, as it got a graph of its own when each made one: tests that read it may
+    add to it (a partitioned copy, an index), and the kept graph stays as the demo wrote it."""
+    import fcntl
+    import shutil
+    import tempfile
+
     from lipspark.demo import run_car_dealership
 
-    out = str(tmp_path_factory.mktemp("demo") / "car_dealership-demo")
-    run_car_dealership(spark, out, workflow=os.path.join(HERE, "..", "workflows", "car_dealership.py"))
-    return out
+    os.makedirs(DEMO_CACHE, exist_ok=True)
+    kept = os.path.join(DEMO_CACHE, f"demo-{_demo_key()}")
+    out = os.path.join(kept, "car_dealership-demo")
+    with open(os.path.join(DEMO_CACHE, "demo.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not os.path.isdir(kept):
+            for old in os.listdir(DEMO_CACHE):  # graphs of other sources
+                if old.startswith("demo-") or old.startswith("making-"):
+                    shutil.rmtree(os.path.join(DEMO_CACHE, old), ignore_errors=True)
+            making = tempfile.mkdtemp(prefix="making-", dir=DEMO_CACHE)
+            run_car_dealership(spark, os.path.join(making, "car_dealership-demo"),
+                               workflow=os.path.join(HERE, "..", "workflows", "car_dealership.py"))
+            os.rename(making, kept)  # whole or not at all: a run killed while making leaves no graph
+    return shutil.copytree(out, str(tmp_path_factory.mktemp("demo") / "car_dealership-demo"))
+
+
 LEDGER = os.path.join(HERE, "fixtures", "ledger.py")
 CARS = os.path.join(HERE, "..", "workflows", "car_dealership.py")
 #: the car dealership run shared by the workflow and the query tests (the buyer buys in execution 1)

@@ -27,6 +27,9 @@ def test_archive_path_follows_the_environment(monkeypatch, tmp_path):
 
 
 def test_options_only_when_the_archive_exists(monkeypatch, tmp_path):
+    from lipspark.session import JVM_OPTIONS_ENV
+
+    monkeypatch.delenv(JVM_OPTIONS_ENV, raising=False)  # the suite's own (tests/conftest.py)
     path = tmp_path / "spark.jsa"
     monkeypatch.setenv(ARCHIVE_ENV, str(path))
     assert java_options() == ""
