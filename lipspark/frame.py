@@ -60,6 +60,7 @@ from lipspark.capture.rules import difference as _difference
 from lipspark.capture.rules import grouping_sets as _grouping_sets
 from lipspark.capture.rules import intersect as _intersect
 from lipspark.capture.rules import join as _join
+from lipspark.capture.rules import latent as _latent
 from lipspark.capture.rules import pivot as _pivot
 from lipspark.capture.rules import projection as _projection
 from lipspark.capture.rules import selection as _selection
@@ -68,6 +69,7 @@ from lipspark.capture.rules._common import BLACK_BOX_HINT, NO_VALUE, as_list
 from lipspark.errors import AnnotationError, UnsupportedOperation
 
 if TYPE_CHECKING:  # pragma: no cover
+    from lipspark.capture.rules.regroup import Regrouping
     from lipspark.capture.sql import AnnotatedSession
     from lipspark.tracker import Tracker
 
@@ -154,7 +156,7 @@ class AnnotatedFrame:
     Layout(k=1, values=(), bags=())
     """
 
-    __slots__ = ("_tracker", "_df", "_layout", "_visible")
+    __slots__ = ("_tracker", "_df", "_layout", "_visible", "_latent")
 
     def __init__(self, tracker: Tracker, df: DataFrame, layout: Layout = Layout()) -> None:
         hidden = layout.hidden()
@@ -167,6 +169,7 @@ class AnnotatedFrame:
         object.__setattr__(self, "_layout", layout)
         # visible columns keep their positions (names may repeat after a join on a condition)
         object.__setattr__(self, "_visible", tuple(c for c in df.columns if not is_hidden(c)))
+        object.__setattr__(self, "_latent", None)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"annotated frames are immutable; {name!r} cannot be set")
@@ -209,8 +212,27 @@ class AnnotatedFrame:
         return self._layout.member_col(seg)
 
     def derive(self, df: DataFrame, layout: Layout | None = None) -> AnnotatedFrame:
-        """A frame of the same tracker over ``df`` (with ``layout``, default this one's)."""
+        """A frame of the same tracker over ``df`` (with ``layout``, default this one's), without
+        latent rows (an operation that works row by row carries them: :meth:`_row_by_row`)."""
         return AnnotatedFrame(self._tracker, df, self._layout if layout is None else layout)
+
+    @property
+    def latent(self) -> "_latent.Latent | Regrouping | None":
+        """What this frame carries for a what-if beside its rows: the rows a filter over values
+        dropped, unreplayed (:mod:`lipspark.capture.rules.latent`), or the grouping of a group-by
+        on a value whose result it is (:mod:`lipspark.capture.rules.regroup`); ``None``: neither."""
+        return self._latent
+
+    def with_latent(self, latent: "_latent.Latent | Regrouping | None") -> AnnotatedFrame:
+        """The same frame carrying ``latent`` rows."""
+        out = AnnotatedFrame(self._tracker, self._df, self._layout)
+        object.__setattr__(out, "_latent", latent)
+        return out
+
+    def _row_by_row(self, out: AnnotatedFrame, step: Callable[[AnnotatedFrame], AnnotatedFrame]) -> AnnotatedFrame:
+        """``out`` (this frame after ``step``) carrying this frame's latent rows, if it has any
+        and ``step`` works row by row."""
+        return out if self._latent is None else _latent.carry(self, out, step)
 
     # ------------------------------------------------------------------ actions
     def _to_driver(self, action: str) -> DataFrame:
@@ -276,6 +298,26 @@ class AnnotatedFrame:
             out.append(AnnotatedRow(data, Annotation(fs, values, bags)))
         return out
 
+    def collect_latent(self) -> _latent.LatentRows | None:
+        """The rows a filter over values dropped, as this frame would hold them had they passed,
+        with their annotations, and the ids of that filter's tests of every row it dropped; ``None``
+        when the frame carries none (no such filter, or an operation since that does not work row
+        by row: :mod:`lipspark.capture.rules.latent`). A what-if that makes such a test true
+        makes the row appear (:func:`lipspark.query.prediction.what_if`). For the result of a
+        group-by on a value, no rows but its keys (``groups``: :mod:`lipspark.capture.rules.regroup`).
+
+        >>> from lipspark import Tracker, get_spark
+        >>> from pyspark.sql import functions as F
+        >>> spark = get_spark()
+        >>> t = Tracker(spark)
+        >>> r = t.annotate(spark.createDataFrame([(1, "a", 5), (2, "a", 1), (3, "b", 4)], "id int, k string, q int"),
+        ...                "R", key=["id"])
+        >>> big = r.groupBy("k").agg(F.sum("q").alias("tot")).filter(F.col("tot") > 5).select("k")
+        >>> [x.k for x in big.collect()], [x.row.k for x in big.collect_latent().rows]
+        (['a'], ['b'])
+        """
+        return None if self._latent is None else self._latent.collect()
+
     # ------------------------------------------------------------------ columns
     def __getitem__(self, item: Any) -> Any:
         if isinstance(item, str):
@@ -325,42 +367,43 @@ class AnnotatedFrame:
     # ------------------------------------------------------------------ projection
     def select(self, *cols: Any) -> AnnotatedFrame:
         """Projection (rows and annotations kept); black boxes and explode handled."""
-        return _projection.select(self, cols)
+        return self._row_by_row(_projection.select(self, cols), lambda f: f.select(*cols))
 
     def withColumn(self, colName: str, col: Column) -> AnnotatedFrame:
-        return _projection.with_column(self, colName, col)
+        return self._row_by_row(_projection.with_column(self, colName, col), lambda f: f.withColumn(colName, col))
 
     def withColumns(self, colsMap: dict[str, Column]) -> AnnotatedFrame:
-        return _projection.with_columns(self, colsMap)
+        return self._row_by_row(_projection.with_columns(self, colsMap), lambda f: f.withColumns(colsMap))
 
     def withColumnRenamed(self, existing: str, new: str) -> AnnotatedFrame:
-        return _projection.with_column_renamed(self, existing, new)
+        return self._row_by_row(_projection.with_column_renamed(self, existing, new),
+                                lambda f: f.withColumnRenamed(existing, new))
 
     def withColumnsRenamed(self, colsMap: dict[str, str]) -> AnnotatedFrame:
-        return _projection.with_columns_renamed(self, colsMap)
+        return self._row_by_row(_projection.with_columns_renamed(self, colsMap), lambda f: f.withColumnsRenamed(colsMap))
 
     def toDF(self, *cols: str) -> AnnotatedFrame:
-        return _projection.to_df(self, cols)
+        return self._row_by_row(_projection.to_df(self, cols), lambda f: f.toDF(*cols))
 
     def drop(self, *cols: Any) -> AnnotatedFrame:
-        return _projection.drop(self, cols)
+        return self._row_by_row(_projection.drop(self, cols), lambda f: f.drop(*cols))
 
     def selectExpr(self, *exprs: str) -> AnnotatedFrame:
-        return _projection.select_expr(self, exprs)
+        return self._row_by_row(_projection.select_expr(self, exprs), lambda f: f.selectExpr(*exprs))
 
     # ------------------------------------------------------------------ selection & post-processing
     def alias(self, alias: str) -> AnnotatedFrame:
-        return _selection.alias(self, alias)
+        return self._row_by_row(_selection.alias(self, alias), lambda f: f.alias(alias))
 
     def filter(self, condition: Column | str) -> AnnotatedFrame:
         """Selection: kept rows keep their annotation."""
-        return _selection.filter_rows(self, condition)
+        return self._row_by_row(_selection.filter_rows(self, condition), lambda f: f.filter(condition))
 
     where = filter
 
     def orderBy(self, *cols: Any, **kwargs: Any) -> AnnotatedFrame:
         """Post-processing (Lipstick §3.2): order is not part of provenance."""
-        return _selection.order_by(self, cols, kwargs)
+        return self._row_by_row(_selection.order_by(self, cols, kwargs), lambda f: f.orderBy(*cols, **kwargs))
 
     sort = orderBy
 

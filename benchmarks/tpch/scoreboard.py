@@ -10,10 +10,12 @@ Columns (issue 13, item 2):
   every base tuple the query read when no base tuple derives the result; one trial per relation, in the order lineitem, orders, customer, partsupp, part, supplier, nation,
   region, among the relations the lineage holds, round again when it holds fewer), the result
   lipspark's deletion propagation predicts — the surviving rows, with the recomputed aggregate
-  values — equals re-running the plain query without that tuple. ``unknown`` means lipspark
-  says its prediction is not exact (a value it cannot recompute, through a black box, or a
-  filter, join or grouping over a value that changed): a miss, not a pass — but not a wrong
-  answer either. The oracle compares whole results: row limits are post-processing (Lipstick
+  values, the rows a filter over values dropped that appear, the groups a group-by on a value
+  gives its moved members: :func:`lipspark.query.prediction.predict` over the result's rows and
+  the rows it carries — equals re-running the plain query without that tuple. ``unknown`` means
+  lipspark says its prediction is not exact (a value it cannot recompute, through a black box,
+  or a condition over a value that changed, or a row an operation it cannot follow would add): a
+  miss, not a pass — but not a wrong answer either. The oracle compares whole results: row limits are post-processing (Lipstick
   §3.2), applied for fidelity only.
 
 ``python -m benchmarks.tpch [--scale 0.01] [--queries 1,3,6] [--json PATH]`` prints the table.
@@ -122,7 +124,8 @@ def score(spark: Any, plain: dict[str, Any], n: int, sf: float, *, seed: int = 0
     """Run query ``n`` plain and annotated, check fidelity and the deletion oracle."""
     from lipspark import Tracker
     from lipspark.errors import ProvenanceWarning, UnsupportedOperation
-    from lipspark.query.deletion import UNKNOWN, delete
+    from lipspark.query.deletion import delete
+    from lipspark.query.prediction import predict
     from lipspark.vocabulary import Op
 
     out = Outcome(n)
@@ -145,6 +148,7 @@ def score(spark: Any, plain: dict[str, Any], n: int, sf: float, *, seed: int = 0
         out.runs = "yes"
         out.fidelity = "yes" if got == expected else "NO: " + _diff(got, expected)
         rows = result.collect_annotated()
+        latent = result.collect_latent()  # the rows a filter over values dropped, as the result would hold them
         out.rows = len(rows)
         g = tracker.graph()
         # the lineage of the whole result (its rows and their values), by relation
@@ -168,25 +172,11 @@ def score(spark: Any, plain: dict[str, Any], n: int, sf: float, *, seed: int = 0
         verdicts = []
         for rel in relations:
             label = rng.choice(sorted(tokens[rel]))
-            r = delete(g, [g.token_id(label)])
-            changed = {c.node: c.after for c in r.values}
-            predicted, unknown = [], False
-            for row in rows:
-                pos = g.positions(row.annotation.factors)
-                if len(pos) and r.removed[pos].any():
-                    continue
-                values = list(row.row)
-                for col, vid in row.annotation.values.items():
-                    if vid in changed:
-                        after = changed[vid]
-                        if after is UNKNOWN:
-                            unknown = True
-                        values[row.row.__fields__.index(col)] = after
-                predicted.append(values)
+            pred = predict(g, delete(g, [g.token_id(label)]), result.columns, rows, latent)
             key = tuple(int(x) for x in label.split(":", 1)[1].split(","))
             rerun = _bag(query(_tables(_without(plain, rel, key), sf)).collect())
-            got_bag = _bag(predicted)
-            if unknown or not r.exact:  # a black box or a condition over a changed value: not a prediction
+            got_bag = _bag(pred.rows)
+            if not pred.exact:  # a black box, a condition over a changed value, a row it cannot follow: not a prediction
                 verdicts.append(f"{label}: unknown")
             elif got_bag == rerun:
                 verdicts.append(f"{label}: yes")

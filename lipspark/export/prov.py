@@ -64,7 +64,7 @@ LPS_PREFIX = "lps"
 MAX_NODES = 200_000
 #: The ``lps:operation`` values: the semiring operation a node applies to its children.
 OPERATIONS = ("token", "times", "plus", "delta", "tensor", "aggregate", "black_box", "constant", "condition", "monus",
-              "add", "multiply", "negate", "inverse", "positive", "zero", "and", "or", "not")
+              "add", "multiply", "negate", "inverse", "positive", "zero", "and", "or", "not", "in_group")
 
 #: The operation of each node operator; invocations and zoomed-out modules are activities (None).
 _OPERATION: dict[Op, str | None] = {
@@ -72,7 +72,7 @@ _OPERATION: dict[Op, str | None] = {
     Op.BLACK_BOX: "black_box", Op.INPUT: "times", Op.STATE: "times", Op.OUTPUT: "times", Op.TENSOR: "tensor",
     Op.CONSTANT: "constant", Op.CONDITION: "condition", Op.MONUS: "monus", **{o: "aggregate" for o in AGGREGATE_OPS},
     Op.ADD: "add", Op.MULTIPLY: "multiply", Op.NEGATE: "negate", Op.INVERSE: "inverse",
-    Op.POSITIVE: "positive", Op.ZERO: "zero", Op.AND: "and", Op.OR: "or", Op.NOT: "not",
+    Op.POSITIVE: "positive", Op.ZERO: "zero", Op.AND: "and", Op.OR: "or", Op.NOT: "not", Op.IN_GROUP: "in_group",
 }
 _OPERATION_BY_CODE = np.array([None] + [_OPERATION[Op(c)] for c in range(1, max(Op) + 1)], dtype=object)
 _ACTIVITY = (int(Op.INVOCATION), int(Op.ZOOM))

@@ -24,6 +24,7 @@ from lipspark.query.deletion import DeletionResult, ValueChange, delete
 from lipspark.query.diff import ExecutionDiff, TupleDiff, diff
 from lipspark.query.engine import Result, Session
 from lipspark.query.parser import parse
+from lipspark.query.prediction import Prediction, predict, what_if
 from lipspark.query.selector import resolve
 from lipspark.query.trace import ancestors, depends, descendants, subgraph
 from lipspark.query.where import WhereRow, trace_column, where_provenance
@@ -32,7 +33,7 @@ from lipspark.query.zoom import intermediate, zoom_in, zoom_out
 __all__ = [
     "GraphIndex", "Session", "Result", "parse", "resolve",
     "zoom_out", "zoom_in", "intermediate",
-    "delete", "DeletionResult", "ValueChange",
+    "delete", "DeletionResult", "ValueChange", "what_if", "predict", "Prediction",
     "ancestors", "descendants", "subgraph", "depends",
     "polynomial", "expanded", "evaluate", "provenance_mapping",
     "where_provenance", "trace_column", "WhereRow",

@@ -107,22 +107,27 @@ class DeletionResult:
     appeared: list[Appearance] = field(default_factory=list)
     #: the conditions (by node id) of rows a filter over values dropped that the deletion makes pass
     passed: list[int] = field(default_factory=list)
+    #: the IN_GROUP tests (by node id) of members of a group-by on a value whose key the deletion
+    #: changes: they leave their group, and the group they join never saw them
+    moved: list[int] = field(default_factory=list)
 
     @property
     def exact(self) -> bool:
         """Whether the what-if is what a re-run gives: no value became unknown (a black box
         or a condition over a changed value) and no row appeared (what the operations after an
         outer join, anti join or set difference do with a row it adds is not in the graph;
-        nor after a filter over values, with a row it dropped and would now keep)."""
-        return not self.appeared and not self.passed and not any(c.after is UNKNOWN for c in self.values)
+        nor after a filter over values, with a row it dropped and would now keep; nor the group a
+        member of a group-by on a value moves to)."""
+        return not self.appeared and not self.passed and not self.moved and not any(c.after is UNKNOWN for c in self.values)
 
     @property
     def conditions(self) -> list[ValueChange]:
         """The filters, joins and groupings over values whose outcome the what-if cannot decide,
         so the rows they kept or dropped may differ from a re-run's: CONDITION nodes that read a
         changed value, a filter's per-row tests that became unknown, and the tests of rows it
-        dropped that now pass (:attr:`passed`)."""
-        passed = set(self.passed)
+        dropped that now pass (:attr:`passed`), and the group memberships that no longer hold
+        (:attr:`moved`)."""
+        passed = set(self.passed) | set(self.moved)
         return [c for c in self.values if c.node_op == int(Op.CONDITION) or c.node in passed
                 or (c.node_op in _BOOLEAN and c.after is UNKNOWN)]
 
@@ -319,7 +324,8 @@ def _filters(g: GraphIndex, seeds: np.ndarray, removed: np.ndarray, changes: lis
     if roots:
         pos = g.positions([c.node for c in roots])
         for c, p in zip(roots, pos.tolist()):
-            if not len(g.parents(p)):  # a dropped row's condition (a kept row's has its ·, an inner test its test)
+            ups = g.parents(p)
+            if not np.asarray(g.is_v[ups], dtype=bool).any():  # a row's test, not a part of one (an inner test has its test)
                 passed.append(c.node)
     return removed, changes, passed
 
@@ -365,4 +371,5 @@ def delete(g: GraphIndex, nodes: Iterable[int], *, values: bool = True, known: d
         removed_output_positions=lost,
         appeared=appeared,
         passed=passed,
+        moved=[c.node for c in changes if c.node_op == int(Op.IN_GROUP) and c.before is True and c.after is False],
     )

@@ -110,11 +110,14 @@ def arithmetic(op: "Op | str", values: Sequence[Any]) -> Any:
     :data:`UNKNOWN` in, unknown out; a null in, null out."""
     found = Op.parse(op)
     if not found.is_arithmetic:
-        raise LipsparkError(f"expected a formula operator (add, multiply, negate, inverse, positive, zero, and, or, not), found {op!r}")
+        raise LipsparkError(f"expected a formula operator (add, multiply, negate, inverse, positive, zero, and, or, not, in_group), "
+                            f"found {op!r}")
     if found in (Op.NEGATE, Op.INVERSE, Op.POSITIVE, Op.ZERO, Op.NOT) and len(values) != 1:
         raise LipsparkError(f"{found.name.lower()} takes one value, found {len(values)}")
     if found in (Op.AND, Op.OR):
         return _logic(found is Op.AND, values)
+    if found is Op.IN_GROUP:
+        return _same_key(values)
     if any(v is UNKNOWN for v in values):
         return UNKNOWN
     if any(is_null(v) for v in values):
@@ -143,6 +146,21 @@ def arithmetic(op: "Op | str", values: Sequence[Any]) -> Any:
     if isinstance(v, decimal.Decimal):
         return _EXACT.divide(decimal.Decimal(1), v)
     return 1 / v if isinstance(v, float) else 1.0 / v
+
+
+def _same_key(values: Sequence[Any]) -> Any:
+    """Whether two grouping keys are one group's, as Spark groups: null with null, NaN with
+    NaN, numbers by value (``2 == 2.0``)."""
+    if len(values) != 2:
+        raise LipsparkError(f"in_group takes two values, found {len(values)}")
+    a, b = values
+    if a is UNKNOWN or b is UNKNOWN:
+        return UNKNOWN
+    if is_null(a) or is_null(b):
+        return is_null(a) and is_null(b)
+    if _is_nan(a) or _is_nan(b):
+        return _is_nan(a) and _is_nan(b)
+    return bool(a == b)
 
 
 def _logic(conjunction: bool, values: Sequence[Any]) -> Any:

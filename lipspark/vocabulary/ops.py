@@ -36,6 +36,11 @@ ZERO           v     POSITIVE(total + (−threshold))): whether its one child is
 AND, OR, NOT   v     or = 0 (ZERO), and SQL's three-valued AND, OR, NOT over such tests; a
                      kept row's · p-node has the condition as a child, and a what-if that
                      makes it false removes the row (:mod:`lipspark.capture.rules.guard`)
+IN_GROUP       v     a member of a group-by on a value is in its group: whether its two
+                     children (the member's key v-node and the group's key, a CONSTANT) are
+                     equal, null-safe; the member's · p-node has it as a child, so a what-if
+                     that changes the key takes the member out of its group, and a frame's
+                     prediction puts it in its new one (:mod:`lipspark.capture.rules.regroup`)
 =============  ====  =====================================================================
 
 >>> Op.DELTA.label, Op.parse("delta") is Op.DELTA, Op.parse("δ") is Op.DELTA
@@ -87,6 +92,7 @@ class Op(IntEnum):
     AND = 26
     OR = 27
     NOT = 28
+    IN_GROUP = 29
 
     @property
     def label(self) -> str:
@@ -155,9 +161,10 @@ class Op(IntEnum):
 
 AGGREGATE_OPS = frozenset({Op.COUNT, Op.SUM, Op.MIN, Op.MAX, Op.AVG})
 BOUNDARY_OPS = frozenset({Op.INPUT, Op.STATE, Op.OUTPUT})
-ARITHMETIC_OPS = frozenset({Op.ADD, Op.MULTIPLY, Op.NEGATE, Op.INVERSE, Op.POSITIVE, Op.ZERO, Op.AND, Op.OR, Op.NOT})
-#: The formula nodes whose value is a truth value (a condition's).
-BOOLEAN_OPS = frozenset({Op.POSITIVE, Op.ZERO, Op.AND, Op.OR, Op.NOT})
+ARITHMETIC_OPS = frozenset({Op.ADD, Op.MULTIPLY, Op.NEGATE, Op.INVERSE, Op.POSITIVE, Op.ZERO, Op.AND, Op.OR, Op.NOT,
+                            Op.IN_GROUP})
+#: The formula nodes whose value is a truth value (a condition's, a group membership's).
+BOOLEAN_OPS = frozenset({Op.POSITIVE, Op.ZERO, Op.AND, Op.OR, Op.NOT, Op.IN_GROUP})
 
 _LABELS = {
     Op.TOKEN: "token", Op.INVOCATION: "invocation", Op.TIMES: "·", Op.PLUS: "+", Op.DELTA: "δ",
@@ -165,7 +172,7 @@ _LABELS = {
     Op.TENSOR: "⊗", Op.COUNT: "Count", Op.SUM: "Sum", Op.MIN: "Min", Op.MAX: "Max", Op.AVG: "Avg",
     Op.CONSTANT: "constant", Op.CONDITION: "condition", Op.MONUS: "⊖",
     Op.ADD: "add", Op.MULTIPLY: "×", Op.NEGATE: "−", Op.INVERSE: "1/", Op.POSITIVE: "> 0", Op.ZERO: "= 0",
-    Op.AND: "and", Op.OR: "or", Op.NOT: "not",
+    Op.AND: "and", Op.OR: "or", Op.NOT: "not", Op.IN_GROUP: "∈ group",
 }
 _BY_TEXT = {o.name.lower(): o for o in Op}
 _BY_TEXT.update({"·": Op.TIMES, "+": Op.PLUS, "δ": Op.DELTA, "⊗": Op.TENSOR, "black_box": Op.BLACK_BOX, "⊖": Op.MONUS})

@@ -40,7 +40,7 @@ from lipspark.errors import StoreError
 from lipspark.vocabulary.ops import Op
 
 __all__ = [
-    "FORMAT_VERSION", "AGGREGATES_VERSION", "ARITHMETIC_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "fingerprint_json", "fingerprint_of", "Context", "AggregateSpec",
+    "FORMAT_VERSION", "AGGREGATES_VERSION", "ARITHMETIC_VERSION", "GROUPING_VERSION", "READABLE_VERSIONS", "SEG_COLUMN", "FileRef", "file_crc32", "PScheme", "RelationDescriptor", "fingerprint_json", "fingerprint_of", "Context", "AggregateSpec",
     "Segment", "BaseSegment", "GroupSegment", "RowNodeSegment", "InvocationSegment", "BoundarySegment",
     "MonusSegment", "BOUNDARY_ROLES", "P_SCHEMES", "BASE_ID",
 ]
@@ -58,8 +58,11 @@ AGGREGATES_VERSION = 3
 #: Version of a graph with a formula over aggregates (arithmetic v-nodes, constants: ``100 ·
 #: Σa / Σb``), which a version-3 reader would refuse node by node; capture writes 4 exactly then.
 ARITHMETIC_VERSION = 4
+#: Version of a graph with group memberships over values (``in_group`` row nodes: a group-by on
+#: a count), whose operator a version-4 reader does not know; capture writes 5 exactly then.
+GROUPING_VERSION = 5
 #: The versions readers accept (version 1 graphs are read in their own layout); others are refused.
-READABLE_VERSIONS = (1, 2, 3, 4)
+READABLE_VERSIONS = (1, 2, 3, 4, 5)
 #: Column of a combined table (version 2) holding the segment number of each row.
 SEG_COLUMN = "seg"
 #: A boundary segment's role: module input, state read, output, state written (the · node
@@ -494,6 +497,8 @@ class RowNodeSegment(Segment):
 
     @property
     def version(self) -> int:
+        if self.op is Op.IN_GROUP:
+            return GROUPING_VERSION
         return ARITHMETIC_VERSION if self.node_kind == "p" or self.op.is_arithmetic or self.op is Op.CONSTANT else FORMAT_VERSION
 
     def _meta(self) -> dict[str, Any]:

@@ -154,8 +154,8 @@ def test_a_missing_shared_table_or_another_version_is_refused(tmp_path):
     _write(path, "members/part-0.parquet", pa.table({"g": pa.array([1], pa.int64()), "m": pa.array([1], pa.int64())}))
     with pytest.raises(StoreError, match="no column 'seg'"):
         read_segments(path, read_manifest(path))
-    _manifest(path, 5, [])
-    with pytest.raises(StoreError, match="format version 5; this lipspark reads 1, 2, 3 and 4"):
+    _manifest(path, 6, [])
+    with pytest.raises(StoreError, match="format version 6; this lipspark reads 1, 2, 3, 4 and 5"):
         read_manifest(path)
 
 
@@ -180,6 +180,25 @@ def test_a_graph_is_version_4_exactly_when_it_has_a_formula_or_a_filters_tests(s
     manifest = t.write(path)
     assert manifest["version"] == 4 and GraphIndex.load(path).same_as(t.graph())
     assert any(s["kind"] == "rownode" and s["meta"]["kind"] == "p" for s in manifest["segments"])
+
+
+def test_a_graph_is_version_5_exactly_when_it_has_group_memberships_over_values(spark, tmp_path):
+    """A group-by on a count records each member's ``in_group`` node, an operator a version-4
+    reader does not know: 5 then, and read back the same."""
+    from lipspark import Tracker
+    from lipspark.graph.index import GraphIndex
+    from pyspark.sql import functions as F
+
+    t = Tracker(spark)
+    r = t.annotate(spark.createDataFrame([(1, "a", 2), (2, "a", 5), (3, "b", None)], "id int, k string, v int"), "R", key=["id"])
+    per = r.groupBy("k").agg(F.count("v").alias("n"))
+    per.collect_annotated()
+    assert t.write(str(tmp_path / "plain"))["version"] == 2
+    per.groupBy("n").agg(F.count("*").alias("d")).collect_annotated()
+    path = str(tmp_path / "regroup")
+    manifest = t.write(path)
+    assert manifest["version"] == 5 and GraphIndex.load(path).same_as(t.graph())
+    assert any(s["kind"] == "rownode" and s["meta"]["op"] == "in_group" for s in manifest["segments"])
 
 
 def test_a_graph_is_version_3_exactly_when_it_has_aggregates_a_version_2_reader_would_misread(spark, tmp_path):

@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from lipspark.frame import AnnotatedFrame
 
-__all__ = ["BLACK_BOX_HINT", "NO_VALUE", "align_left", "align_right", "as_list", "normalized", "same_tracker"]
+__all__ = ["BLACK_BOX_HINT", "NO_VALUE", "align_left", "align_right", "as_list", "normalized", "same_tracker", "value_json"]
 
 #: The advice every unsupported operation ends with.
 BLACK_BOX_HINT = "wrap the computation in lipspark.black_box(fn, frame, ...) to keep coarse provenance"
@@ -121,3 +121,15 @@ def align_left(left: "AnnotatedFrame", right: "AnnotatedFrame", keys: set[str]) 
     hidden = [value_col(c) for c in left.layout.values if c in clash] + [bag_col(b) for b in left.layout.bags if b in clash]
     df = left.with_annotations()
     return df.drop(*hidden) if hidden else df
+
+
+def value_json(col: "Column", dtype: "T.DataType") -> "Column":
+    """A value as the JSON a graph stores (:func:`lipspark.graph.expand.json_value` reads it):
+    ``{"v": value}``, or for a floating-point one its text, ``{"d": "NaN"}``, which keeps NaN
+    and the infinities (JSON has no spelling for them)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, (T.FloatType, T.DoubleType)):
+        return F.to_json(F.struct(col.cast("string").alias("d")))
+    return F.to_json(F.struct(col.alias("v")))

@@ -47,7 +47,8 @@ from lipspark.capture.layout import Layout, check_visible
 from lipspark.vocabulary.columns import bag_col, factor, is_hidden, value_col
 from lipspark.capture.plan import AggregateItem, analyzed, read_aggregate
 from lipspark.capture.plan import column_references
-from lipspark.capture.rules._common import BLACK_BOX_HINT, normalized
+from lipspark.capture.rules import regroup
+from lipspark.capture.rules._common import BLACK_BOX_HINT, normalized, value_json
 from lipspark.capture.rules.condition import record_condition, valued_columns
 from lipspark.errors import UnsupportedOperation
 from lipspark.vocabulary import SPARK_AGGREGATES, AggregateSpec, GroupSegment, Op
@@ -197,16 +198,23 @@ def aggregate(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], 
     for k in keys:
         if isinstance(k, str):
             check_visible(k)
-    return _recorded(frame, keys, exprs, read_aggregation(frame, keys, exprs, distinct=distinct), distinct=distinct)
+    key = None if distinct else regroup.valued_key(keys, layout.values)
+    if key is None:
+        return _recorded(frame, keys, exprs, read_aggregation(frame, keys, exprs, distinct=distinct), distinct=distinct)
+    # a group-by on a value: each member's group is recorded per member (rules.regroup)
+    pinned = regroup.pin(frame, key)
+    out = _recorded(pinned, keys, exprs, read_aggregation(pinned, keys, exprs), pinned_key=key)
+    return out.with_latent(regroup.Regrouping(regroup.GroupKeys(tuple(keys), key)))
 
 
 def _recorded(frame: AnnotatedFrame, keys: Sequence[Any], exprs: Sequence[Any], agg: Aggregation, *,
-              distinct: bool = False, what: str | None = None) -> AnnotatedFrame:
+              distinct: bool = False, what: str | None = None, pinned_key: str | None = None) -> AnnotatedFrame:
     """The aggregation ``agg`` (as :func:`read_aggregation` read it, its data possibly computed
-    otherwise) recorded: a δ per group, its aggregates' v-nodes, the output frame."""
+    otherwise) recorded: a δ per group, its aggregates' v-nodes, the output frame
+    (``pinned_key``: the key whose groups the members' factors record, :mod:`~lipspark.capture.rules.regroup`)."""
     layout = frame.layout
     tracker = frame.tracker
-    _record_grouping(frame, keys, distinct, what)
+    _record_grouping(frame, keys, distinct, what, pinned_key)
     seg = tracker.builder.allocate()
     tracker.share(frame.with_annotations())
     group_id = _group_id(seg, keyless=not agg.keys)
@@ -271,16 +279,18 @@ def _with_members_collected(frame: AnnotatedFrame, seg: int, agg: Aggregation, e
     return out.drop(_MEMBERS), members, values, specs
 
 
-def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool, what: str | None = None) -> None:
+def _record_grouping(frame: AnnotatedFrame, keys: Sequence[Any], distinct: bool, what: str | None = None,
+                     pinned_key: str | None = None) -> None:
     """Groups keyed by values with v-nodes (a group-by on a count, a distinct over an aggregate)
-    depend on those values: a CONDITION node over them (:mod:`~lipspark.capture.rules.condition`)."""
+    depend on those values: a CONDITION node over them (:mod:`~lipspark.capture.rules.condition`),
+    except the ``pinned_key``, recorded per member (:mod:`~lipspark.capture.rules.regroup`)."""
     if not frame.layout.values:
         return
     df = frame.with_annotations()
     read: set[str] = set(frame.columns) if distinct else set()
     for k in keys:
         read.update([k] if isinstance(k, str) else column_references(df, k))
-    valued = valued_columns(read, frame.layout.values)
+    valued = [c for c in valued_columns(read, frame.layout.values) if c != pinned_key]
     if valued:
         what = what or ("distinct" if distinct else "groupBy")
         record_condition(frame.tracker, [(df, valued)], f"{what} on {', '.join(valued)}")
@@ -531,15 +541,6 @@ def group_output(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Seque
     members = [col(names.index(bag_col(agg.items[j].name))).alias(bag_col(agg.items[j].name)) for j in agg.bags]
     kept = [col(names.index(keep)).alias(keep)] if keep is not None else []  # a hidden column passed through, last
     return out.select(*visible, gid.alias(factor(0)), *ids, *members, *kept), values
-
-
-def value_json(col: Column, dtype: T.DataType) -> Column:
-    """A value as the JSON a graph stores (:func:`lipspark.graph.expand.json_value` reads it):
-    ``{"v": value}``, or for a floating-point one its text, ``{"d": "NaN"}``, which keeps NaN
-    and the infinities (JSON has no spelling for them)."""
-    if isinstance(dtype, (T.FloatType, T.DoubleType)):
-        return F.to_json(F.struct(col.cast("string").alias("d")))
-    return F.to_json(F.struct(col.alias("v")))
 
 
 def _with_bags(frame: AnnotatedFrame, seg: int, agg: Aggregation, exprs: Sequence[Any]) -> DataFrame:

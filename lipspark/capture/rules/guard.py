@@ -44,7 +44,8 @@ from pyspark.sql import functions as F
 
 from lipspark.capture.layout import Layout
 from lipspark.capture.plan import DESCEND, _seq, arithmetic_formula
-from lipspark.capture.rules.aggregate import value_json
+from lipspark.capture.rules._common import value_json
+from lipspark.capture.rules.latent import Latent
 from lipspark.vocabulary import Op, RowNodeSegment
 from lipspark.vocabulary.ops import BOOLEAN_OPS
 from lipspark.vocabulary.columns import factor, value_col
@@ -147,9 +148,11 @@ class _Slot:
 
 
 def guarded_filter(frame: "AnnotatedFrame", out: DataFrame, tree: "_Node", jcond: Any, valued: Sequence[str],
-                   text: str) -> "AnnotatedFrame | None":
-    """The filter ``out`` of ``frame`` with its condition over values recorded per row (see the
-    module's text), or ``None`` when the condition is no comparison of arithmetic over values."""
+                   text: str, condition: "Column | str") -> "AnnotatedFrame | None":
+    """The filter ``out`` of ``frame`` by ``condition`` with its condition over values recorded
+    per row (see the module's text), carrying the rows it drops as latent rows
+    (:mod:`~lipspark.capture.rules.latent`), or ``None`` when the condition is no comparison of
+    arithmetic over values."""
     names = set(valued)
     formula = condition_formula(tree, names, jcond)
     if formula is None:
@@ -240,4 +243,15 @@ def guarded_filter(frame: "AnnotatedFrame", out: DataFrame, tree: "_Node", jcond
     new = layout.with_(k=layout.k + 1)
     hidden = new.hidden()
     ordered = [F.col(f"`{c}`") for c in out.columns if c not in set(hidden)] + [F.col(h) for h in hidden]
-    return frame.derive(kept.select(*ordered), new)
+    # the rows dropped (test false or null): latent rows, each with a · over its test, of a
+    # segment recorded only if a what-if asks for them
+    lseg = tracker.builder.allocate()
+    test = F.expr(condition) if isinstance(condition, str) else condition
+    dropped = df.where(~F.coalesce(test, F.lit(False))).withColumn(factor(layout.k), node_hash_col(lseg, root))
+    latent = Latent.of(
+        frame.derive(dropped.select(*ordered), new),
+        RowNodeSegment(lseg, tracker.context, label="·", op=Op.TIMES, node_kind="p"),
+        dropped.select(F.col(factor(layout.k)).alias("id"), F.array(root).cast("array<bigint>").alias("children"),
+                       F.lit(None).cast("string").alias("value")),
+        dropped.select(root.alias("t")).distinct())
+    return frame.derive(kept.select(*ordered), new).with_latent(latent)

@@ -42,7 +42,8 @@ def filter_rows(frame: AnnotatedFrame, condition: "Column | str") -> AnnotatedFr
         valued = valued_columns(references(cond), frame.layout.values)
         if valued:  # HAVING-style: which rows pass depends on values a what-if may change
             if not nondeterministic(cond):  # per row, when the condition compares arithmetic over values
-                guarded = guarded_filter(frame, out, cond, analyzed(out).condition(), valued, condition_sql(out) or "")
+                guarded = guarded_filter(frame, out, cond, analyzed(out).condition(), valued, condition_sql(out) or "",
+                                         condition)
                 if guarded is not None:
                     return guarded
             record_condition(frame.tracker, [(frame.with_annotations(), valued)], f"filter {condition_sql(out)}")

@@ -46,8 +46,8 @@ from pyspark.sql import functions as F
 
 from lipspark.capture.layout import Layout
 from lipspark.capture.plan import WindowItem, WindowSelect, read_window_select
-from lipspark.capture.rules._common import BLACK_BOX_HINT, normalized, unique_columns
-from lipspark.capture.rules.aggregate import BLACK_BOX_AGGREGATES, Aggregation, Planned, members_table, value_json
+from lipspark.capture.rules._common import BLACK_BOX_HINT, normalized, unique_columns, value_json
+from lipspark.capture.rules.aggregate import BLACK_BOX_AGGREGATES, Aggregation, Planned, members_table
 from lipspark.capture.rules.condition import record_condition, valued_columns
 from lipspark.errors import UnsupportedOperation
 from lipspark.vocabulary import SPARK_AGGREGATES, GroupSegment, Op, RowNodeSegment
