@@ -40,6 +40,18 @@ def _norm_path(path: str) -> str:
     return re.sub(r"^file:/+", "/", path)
 
 
+def _spellings(path: str) -> tuple[str, ...]:
+    """The ways Spark's ``_metadata.file_path`` may spell a normalized path (each normalizes
+    back to it: :func:`_norm_path`).
+
+    >>> _spellings("/tmp/r.parquet"), _spellings("s3a://b/r.parquet")
+    (('/tmp/r.parquet', 'file:/tmp/r.parquet', 'file:///tmp/r.parquet'), ('s3a://b/r.parquet',))
+    """
+    if path.startswith("/") and not path.startswith("//"):
+        return (path, "file:" + path, "file://" + path)
+    return (path,)
+
+
 #: Plan nodes that preserve a deterministic row order from their child (or are leaves with one).
 _STABLE_ORDER = {"LogicalRelation", "LocalRelation", "LogicalRDD", "Range", "Project", "Filter", "SubqueryAlias", "ResolvedHint"}
 
@@ -332,8 +344,12 @@ class Tracker:
             # Token ids from (file ordinal, row index in file): deterministic whatever Spark's
             # partitioning, and the tuples need not be copied: the graph refers to the files.
             ordinals = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(_norm_path(f.path)), F.lit(i))])
-            fpath = F.regexp_replace(F.col("_metadata.file_path"), "^file:/+", "/")
-            ordinal = file_position_col(F.element_at(ordinals, fpath), F.col("_metadata.row_index"))
+            fpath = F.col("_metadata.file_path")
+            # the path as Spark spells it (file:/…) looked up first: a regular expression on every
+            # row's path cost 1.3 s per 6M rows, the lookup 0.15 s; other spellings fall back to it
+            spelled = F.create_map(*[x for i, f in enumerate(files) for s in _spellings(_norm_path(f.path)) for x in (F.lit(s), F.lit(i))])
+            at = F.coalesce(F.element_at(spelled, fpath), F.element_at(ordinals, F.regexp_replace(fpath, "^file:/+", "/")))
+            ordinal = file_position_col(at, F.col("_metadata.row_index"))
             annotated = df.withColumn(factor(0), positional_col(seg, ordinal))
             self.builder.record(BaseSegment(seg, self.context, relation=relation, key=tuple(key), columns=columns, files=tuple(files)))
         else:
