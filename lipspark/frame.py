@@ -308,13 +308,11 @@ class AnnotatedFrame:
 
         >>> from lipspark import Tracker, get_spark
         >>> from pyspark.sql import functions as F
-        >>> spark = get_spark()
-        >>> t = Tracker(spark)
-        >>> r = t.annotate(spark.createDataFrame([(1, "a", 5), (2, "a", 1), (3, "b", 4)], "id int, k string, q int"),
-        ...                "R", key=["id"])
-        >>> big = r.groupBy("k").agg(F.sum("q").alias("tot")).filter(F.col("tot") > 5).select("k")
-        >>> [x.k for x in big.collect()], [x.row.k for x in big.collect_latent().rows]
-        (['a'], ['b'])
+        >>> t = Tracker(get_spark())
+        >>> n = t.annotate(t.spark.range(4).selectExpr("id", "id % 2 AS odd"), "N", key=["id"])
+        >>> big = n.groupBy("odd").agg(F.sum("id").alias("s")).filter("s > 3").select("odd")
+        >>> [x.odd for x in big.collect()], [x.row.odd for x in big.collect_latent().rows]
+        ([1], [0])
         """
         return None if self._latent is None else self._latent.collect()
 

@@ -52,7 +52,7 @@ def test_members_that_change_group_are_predicted_as_a_rerun_gives_them(spark, or
 
 
 @pytest.mark.slow
-@settings(max_examples=25, **_SETTINGS)
+@settings(max_examples=12, **_SETTINGS)
 @given(orders=orders_st, picks=st.lists(st.integers(0, 99), min_size=1, max_size=3),
        how=st.sampled_from(["inner", "left"]))
 def test_many_regroupings_match_a_rerun(spark, orders, picks, how):
