@@ -138,9 +138,9 @@ def _regroup(g: GraphIndex, deletion: DeletionResult, columns: Sequence[str], ro
     where = {k: cols.index(k) for k in keys.keys}
     by_key: dict[tuple[Any, ...], int] = {}
     for i, row in enumerate(rows):
-        by_key[tuple(row.row[where[k]] for k in keys.keys)] = i
+        by_key[_grouped(row.row[where[k]] for k in keys.keys)] = i
     # newcomers per new key: (the row they left, {column: [values]})
-    arriving: dict[tuple[Any, ...], list[tuple[int, dict[str, list[Any]]]]] = {}
+    arriving: dict[tuple[Any, ...], list[tuple[int, dict[str, list[Any]], tuple[Any, ...]]]] = {}
     handled: set[int] = set()
     for i, row in enumerate(rows):
         values = row.annotation.values
@@ -153,6 +153,9 @@ def _regroup(g: GraphIndex, deletion: DeletionResult, columns: Sequence[str], ro
             out.why.append("a group-by on a value moves a member, and a row of the frame is no one group's")
             return out
         column_of = {g.position(values[c]): c for c in aggs}
+        if any(_distinct(g, a) for a in column_of):
+            out.why.append("a group-by on a value moves a member, and an aggregate of its rows is a DISTINCT one")
+            return out
         for m in g.children(deltas[0]).tolist():
             if not removed[m]:
                 continue
@@ -181,12 +184,13 @@ def _regroup(g: GraphIndex, deletion: DeletionResult, columns: Sequence[str], ro
                 for a in g.parents(t).tolist():
                     if a in column_of:
                         brought[column_of[a]].extend(_tensor_values(g, [t], changed))
-            arriving.setdefault(key, []).append((i, brought))
+            arriving.setdefault(_grouped(key), []).append((i, brought, key))
     if moved_tests - handled:
         out.why.append(f"{len(moved_tests - handled)} member(s) of another group-by on a value change group")
         return out
-    for key, comers in arriving.items():
-        target = by_key.get(key)
+    for grouped, comers in arriving.items():
+        target = by_key.get(grouped)
+        key = tuple(rows[target].row[where[k]] for k in keys.keys) if target is not None else comers[0][2]
         template = rows[target if target is not None else comers[0][0]]
         data = list(template.row)
         for k in keys.keys:
@@ -197,13 +201,33 @@ def _regroup(g: GraphIndex, deletion: DeletionResult, columns: Sequence[str], ro
                 out.why.append(f"members move into a group whose {c} feeds later operations the graph does not recompute")
                 return out
             here = [int(t) for t in g.children(a) if not removed[t]] if target is not None else []
-            vals = _tensor_values(g, here, changed) + [v for _, b in comers for v in b[c]]
+            vals = _tensor_values(g, here, changed) + [v for _, b, _ in comers for v in b[c]]
             data[cols.index(c)] = recompute(Op(int(g.op[a])), vals)
         if target is not None:
             out.data[target] = tuple(data)
         else:
             out.new.append(tuple(data))
     return out
+
+
+def _grouped(values: Iterable[Any]) -> tuple[Any, ...]:
+    """A key as Spark groups it: NaN with NaN, −0.0 with 0.0 (Python's ``==`` does the rest:
+    null with null, 2 with 2.0)."""
+    out: list[Any] = []
+    for v in values:
+        if isinstance(v, float) and v != v:
+            out.append(("NaN",))
+        else:
+            out.append(0.0 if isinstance(v, float) and v == 0 else v)
+    return tuple(out)
+
+
+def _distinct(g: GraphIndex, aggregate: int) -> bool:
+    """Whether an aggregate v-node is a DISTINCT one (its ⊗ pair a δ per value, not members)."""
+    for t in g.children(aggregate).tolist():
+        if int(g.op[t]) == int(Op.TENSOR):
+            return any(not g.is_v[k] and int(g.op[k]) == int(Op.DELTA) for k in g.children(t).tolist())
+    return False
 
 
 def _membership_test(g: GraphIndex, pos: int) -> int | None:

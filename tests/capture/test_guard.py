@@ -66,7 +66,7 @@ def test_a_filter_over_values_is_decided_per_row_and_matches_a_rerun(spark, data
 
 
 @pytest.mark.slow
-@settings(max_examples=30, **_SETTINGS)
+@settings(max_examples=20, **_SETTINGS)
 @given(**_CASES)
 def test_many_filters_over_values_match_a_rerun(spark, data, kind, cmp, c, plain_k, picks):
     _check(spark, data, kind, cmp, c, plain_k, picks)
