@@ -22,6 +22,9 @@ its new key, recomputing that group's Count/Sum/Min/Max/Avg over its members and
 or makes a new row when no group has that key. The graph alone cannot (the group it joins never
 saw it), so a what-if on the graph says *not exact*.
 
+The prediction says *not exact* where a column of the result is no Count/Sum/Min/Max/Avg (or a
+DISTINCT one), or a regrouped aggregate feeds later operations.
+
 Only a group-by whose keys are column names, one of them with v-nodes, is recorded so; a
 grouping on several values, on an expression of a value, or a ``distinct`` over values records
 one CONDITION node (:mod:`~lipspark.capture.rules.condition`).
