@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 from lipspark.capture.layout import Layout
 from lipspark.capture.plan import DESCEND, _seq, arithmetic_formula
 from lipspark.capture.rules._common import value_json
-from lipspark.capture.rules.latent import Latent
+from lipspark.capture.rules.latent import Latent, Parts
 from lipspark.vocabulary import Op, RowNodeSegment
 from lipspark.vocabulary.ops import BOOLEAN_OPS
 from lipspark.vocabulary.columns import factor, value_col
@@ -247,11 +247,13 @@ def guarded_filter(frame: "AnnotatedFrame", out: DataFrame, tree: "_Node", jcond
     # segment recorded only if a what-if asks for them
     lseg = tracker.builder.allocate()
     test = F.expr(condition) if isinstance(condition, str) else condition
-    dropped = df.where(~F.coalesce(test, F.lit(False))).withColumn(factor(layout.k), node_hash_col(lseg, root))
-    latent = Latent.of(
-        frame.derive(dropped.select(*ordered), new),
-        RowNodeSegment(lseg, tracker.context, label="·", op=Op.TIMES, node_kind="p"),
-        dropped.select(F.col(factor(layout.k)).alias("id"), F.array(root).cast("array<bigint>").alias("children"),
-                       F.lit(None).cast("string").alias("value")),
-        dropped.select(root.alias("t")).distinct())
+
+    def dropped() -> Parts:
+        rows = df.where(~F.coalesce(test, F.lit(False))).withColumn(factor(layout.k), node_hash_col(lseg, root))
+        return (frame.derive(rows.select(*ordered), new),
+                rows.select(F.col(factor(layout.k)).alias("id"), F.array(root).cast("array<bigint>").alias("children"),
+                            F.lit(None).cast("string").alias("value")),
+                rows.select(root.alias("t")).distinct())
+
+    latent = Latent.of(RowNodeSegment(lseg, tracker.context, label="·", op=Op.TIMES, node_kind="p"), dropped)
     return frame.derive(kept.select(*ordered), new).with_latent(latent)

@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from lipspark.capture.rules.regroup import GroupKeys
     from lipspark.frame import AnnotatedFrame, AnnotatedRow
 
-__all__ = ["ROW_BY_ROW", "Latent", "LatentRows", "row_by_row", "carry"]
+__all__ = ["ROW_BY_ROW", "Latent", "LatentRows", "Parts", "row_by_row", "carry"]
 
 #: The plan nodes an operation may add and still work row by row.
 ROW_BY_ROW = frozenset({"Project", "Sort", "Filter", "SubqueryAlias", "ResolvedHint"})
@@ -54,21 +54,27 @@ class LatentRows:
     groups: "GroupKeys | None" = None
 
 
+#: What a filter's dropped rows are made of when first asked for: a frame of them (with their ·
+#: factor), the table of those · nodes, and a frame of their tests' ids (column ``t``).
+Parts = tuple["AnnotatedFrame", DataFrame, DataFrame]
+
+
 @dataclass
 class _Source:
-    """The rows one filter dropped: a frame of them (with their · factor), the lazy table of
-    those · nodes, the lazy ids of their tests, and whether the nodes are recorded yet."""
+    """The rows one filter dropped: how to make their parts (nothing is planned before a
+    what-if asks: a filter pays only a closure), made once, their · nodes recorded once."""
 
-    frame: "AnnotatedFrame"
     segment: RowNodeSegment
-    nodes: DataFrame
-    tests: DataFrame
-    recorded: bool = False
+    make: Callable[[], Parts]
+    _parts: "Parts | None" = None
 
-    def record(self) -> None:
-        if not self.recorded:
-            self.frame.tracker.builder.record(self.segment, nodes=self.nodes)
-            self.recorded = True
+    def parts(self) -> Parts:
+        """The parts, made and their · nodes recorded on first use."""
+        if self._parts is None:
+            self._parts = self.make()
+            frame, nodes, _ = self._parts
+            frame.tracker.builder.record(self.segment, nodes=nodes)
+        return self._parts
 
 
 @dataclass(frozen=True)
@@ -83,10 +89,10 @@ class Latent:
     allowed: frozenset[str] = ROW_BY_ROW
 
     @staticmethod
-    def of(frame: "AnnotatedFrame", segment: RowNodeSegment, nodes: DataFrame, tests: DataFrame) -> "Latent":
-        """The latent rows ``frame`` (the dropped rows, annotated) starts, whose · nodes are
-        ``nodes`` of ``segment`` and whose tests' ids are the column ``t`` of ``tests``."""
-        return Latent(_Source(frame, segment, nodes, tests))
+    def of(segment: RowNodeSegment, make: Callable[[], Parts]) -> "Latent":
+        """The latent rows of one filter, whose · nodes are ``segment``'s and whose parts
+        ``make`` gives (:data:`Parts`)."""
+        return Latent(_Source(segment, make))
 
     def then(self, step: Callable[["AnnotatedFrame"], "AnnotatedFrame"]) -> "Latent":
         """These latent rows after one more row-by-row operation."""
@@ -95,11 +101,10 @@ class Latent:
     def collect(self) -> LatentRows:
         """Replay the operations on the dropped rows (once) and collect them, annotated."""
         if not self._cache:
-            self.source.record()
-            frame = self.source.frame
+            frame, _, made_tests = self.source.parts()
             for step in self.steps:
                 frame = step(frame)
-            tests = frozenset(int(r[0]) for r in self.source.tests.collect())
+            tests = frozenset(int(r[0]) for r in made_tests.collect())
             self._cache.append(LatentRows(frame.collect_annotated(), tests))
         return self._cache[0]
 
