@@ -343,12 +343,12 @@ class Tracker:
         if files is not None and not is_fine(seg):
             # Token ids from (file ordinal, row index in file): deterministic whatever Spark's
             # partitioning, and the tuples need not be copied: the graph refers to the files.
-            ordinals = F.create_map(*[x for i, f in enumerate(files) for x in (F.lit(_norm_path(f.path)), F.lit(i))])
-            fpath = F.col("_metadata.file_path")
-            # the path as Spark spells it (file:/…) looked up first: a regular expression on every
-            # row's path cost 1.3 s per 6M rows, the lookup 0.15 s; other spellings fall back to it
+            # the path as Spark spells it (file:/…) looked up as it is first: a regular expression
+            # on every row's path cost 1.3 s per 6M rows, the lookup 0.15 s; a spelling the map
+            # does not hold is normalized, then looked up (its normalized form is among the keys)
             spelled = F.create_map(*[x for i, f in enumerate(files) for s in _spellings(_norm_path(f.path)) for x in (F.lit(s), F.lit(i))])
-            at = F.coalesce(F.element_at(spelled, fpath), F.element_at(ordinals, F.regexp_replace(fpath, "^file:/+", "/")))
+            fpath = F.col("_metadata.file_path")
+            at = F.coalesce(F.element_at(spelled, fpath), F.element_at(spelled, F.regexp_replace(fpath, "^file:/+", "/")))
             ordinal = file_position_col(at, F.col("_metadata.row_index"))
             annotated = df.withColumn(factor(0), positional_col(seg, ordinal))
             self.builder.record(BaseSegment(seg, self.context, relation=relation, key=tuple(key), columns=columns, files=tuple(files)))

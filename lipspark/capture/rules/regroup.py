@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from pyspark.sql import functions as F
 
 from lipspark.capture.rules._common import value_json
+from lipspark.capture.rules.latent import LatentRows
 from lipspark.vocabulary import Op, RowNodeSegment
 from lipspark.vocabulary.columns import factor, value_col
 from lipspark.vocabulary.ids import node_hash_col
@@ -110,7 +111,6 @@ class Regrouping:
     def then(self, step: Callable[["AnnotatedFrame"], "AnnotatedFrame"]) -> "Regrouping":
         return self
 
-    def collect(self) -> Any:
-        from lipspark.capture.rules.latent import LatentRows
-
+    def collect(self) -> LatentRows:
+        """No rows: the frame's keys, for the prediction to regroup by."""
         return LatentRows([], frozenset(), self.groups)
