@@ -373,6 +373,41 @@ def test_examples_read_the_demo_graph(doc):
     assert misnamed_graphs(text, runnable) == []
 
 
+#: a zoomout's answer as documents show it, and the demo graph's size as the notebooks and the
+#: shell's banner print it
+_VIEW_SIZE = re.compile(r"^zoomed out ([^;\n]+); view: (\d+) nodes, (\d+) edges", re.M)
+_GRAPH_SIZE = re.compile(r"(?:the demo graph|graphs/car_dealership-demo): ([\d,]+) nodes, ([\d,]+) edges")
+NOTEBOOKS = [os.path.join("viz", "what_if.ipynb"), os.path.join("viz", "debugging.ipynb")]
+
+
+def test_documented_sizes_are_the_demo_graphs(demo_graph):
+    """Every size of the demo graph or of a zoomed-out view that README.md, docs/ or the saved
+    notebooks show — in output blocks, in illustrations the slow examples do not run — is the
+    size the demo graph has now: a change of the capture that adds or removes nodes fails here, in
+    ``make test``, not only in the slow examples (stop 43's did)."""
+    from lipspark.query import Session
+
+    session = Session(demo_graph)
+    whole = (len(session.base), session.base.num_edges)
+    problems, checked = [], 0
+    for doc in DOCS + NOTEBOOKS:
+        with open(os.path.join(ROOT, doc), encoding="utf-8") as fh:
+            text = fh.read()
+        for m in _GRAPH_SIZE.finditer(text):
+            checked += 1
+            shown = tuple(int(x.replace(",", "")) for x in m.groups())
+            if shown != whole:
+                problems.append(f"{doc}: shows the demo graph with {shown} (nodes, edges), it has {whole}")
+        for m in _VIEW_SIZE.finditer(text):
+            checked += 1
+            session.run("reset")
+            summary = session.run(f"zoomout {m.group(1)}")[-1].summary
+            shown = f"view: {m.group(2)} nodes, {m.group(3)} edges"
+            if shown not in summary:
+                problems.append(f"{doc}: zoomout {m.group(1)} shows {shown!r}, the demo graph answers {summary!r}")
+    assert checked >= 10 and problems == [], (checked, problems)  # 3 graph sizes and 7 views today
+
+
 def test_help_examples_read_the_demo_graph():
     examples = help_examples()
     runnable = [cmd for _, cmd in examples.commands]
